@@ -1,0 +1,174 @@
+"""Checks on raw parallel text, before anything is trained or written.
+
+A parallel corpus is two plain UTF-8 files, one sentence per line, where line i of `PREFIX.src` translates
+line i of `PREFIX.tgt` (fairseq's naming). Lines end with "\\n" ("\\r\\n" is accepted and the "\\r"
+dropped); a leading byte-order mark is dropped. Every failure is a `CorpusError` that names the file and,
+where there is one, the line number, so a user can open the file at the bad line.
+
+`classify_pair` holds the cleaning rules of `aiayn prepare --filter` (in the spirit of Moses'
+`clean-corpus-n.perl`, but on subword tokens): empty sides, over-long sides, extreme length ratios.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_CHUNK_BYTES = 1 << 24  # 16 MiB: validation decodes whole chunks in C, not line by line in Python
+
+
+class CorpusError(ValueError):
+    """Input text or a prepared data directory is malformed; the message names the file (and line)."""
+
+
+def side_path(prefix: str | Path, lang: str) -> Path:
+    """`PREFIX.lang`, the file of one side of a parallel corpus (fairseq's convention)."""
+    return Path(f"{prefix}.{lang}")
+
+
+def check_text_file(path: str | Path) -> int:
+    """Return the number of lines of a UTF-8 text file; raise `CorpusError` if missing, empty or not UTF-8.
+
+    A final line without "\\n" counts as a line. Invalid UTF-8 is reported with its line number and the
+    byte offset inside that line.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CorpusError(f"{path}: file not found")
+    if not path.is_file():
+        raise CorpusError(f"{path}: not a regular file")
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    lines = 0  # complete lines ("\n"-terminated) seen before the current chunk
+    size = 0
+    last_byte = b""
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK_BYTES):
+            size += len(chunk)
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as error:
+                # The decoder may hold up to 3 bytes of an unfinished character from the previous chunk,
+                # so error.start can be negative; re-read around the error to find its line.
+                _raise_utf8_error(path, error, chunk, lines)
+            lines += chunk.count(b"\n")
+            last_byte = chunk[-1:]
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise CorpusError(f"{path}:{lines + 1}: invalid UTF-8 (file ends inside a character)") from None
+    if size == 0:
+        raise CorpusError(f"{path}: file is empty")
+    return lines + (last_byte != b"\n")
+
+
+def _raise_utf8_error(path: Path, error: UnicodeDecodeError, chunk: bytes, lines_before: int) -> None:
+    position = max(error.start, 0)
+    line = lines_before + chunk.count(b"\n", 0, position) + 1
+    line_start = chunk.rfind(b"\n", 0, position) + 1
+    column = position - line_start + 1
+    bad = chunk[position : position + 4]
+    raise CorpusError(
+        f"{path}:{line}: invalid UTF-8 at byte {column} of the line ({bad!r}: {error.reason})"
+    ) from None
+
+
+def check_parallel(prefix: str | Path, src_lang: str, tgt_lang: str) -> int:
+    """Check both sides of `PREFIX.{src,tgt}` and return their common number of lines."""
+    src, tgt = side_path(prefix, src_lang), side_path(prefix, tgt_lang)
+    n_src, n_tgt = check_text_file(src), check_text_file(tgt)
+    if n_src != n_tgt:
+        raise CorpusError(
+            f"line counts differ: {src} has {n_src} lines but {tgt} has {n_tgt}; "
+            f"line i of one side must translate line i of the other "
+            f"(first unpaired line: {min(n_src, n_tgt) + 1})"
+        )
+    return n_src
+
+
+def read_lines(path: str | Path) -> Iterator[str]:
+    """Yield the lines of a checked text file without their line ending (and without a leading BOM)."""
+    # newline="\n": split on "\n" only; str.splitlines would also split on U+2028, U+0085, form feeds...
+    with Path(path).open(encoding="utf-8-sig", newline="\n") as handle:
+        for line in handle:
+            if line.endswith("\n"):
+                line = line[:-1]
+                if line.endswith("\r"):
+                    line = line[:-1]
+            yield line
+
+
+def read_parallel(prefix: str | Path, src_lang: str, tgt_lang: str) -> Iterator[tuple[str, str]]:
+    """Yield (source line, target line) pairs; call `check_parallel` first."""
+    yield from zip(read_lines(side_path(prefix, src_lang)), read_lines(side_path(prefix, tgt_lang)))
+
+
+# --- cleaning rules ----------------------------------------------------------------------------------------
+
+REASONS = ("empty", "too_long", "bad_ratio")
+
+
+def classify_pair(src_len: int, tgt_len: int, max_len: int, max_ratio: float) -> tuple[str, ...]:
+    """Reasons (a subset of `REASONS`) why a pair of subword lengths (without BOS/EOS) looks broken.
+
+    empty: a side has no subword token. too_long: a side has more than `max_len` tokens.
+    bad_ratio: both sides are non-empty and the longer is more than `max_ratio` times the shorter.
+    """
+    reasons = []
+    if src_len == 0 or tgt_len == 0:
+        reasons.append("empty")
+    if max(src_len, tgt_len) > max_len:
+        reasons.append("too_long")
+    if src_len > 0 and tgt_len > 0 and max(src_len, tgt_len) > max_ratio * min(src_len, tgt_len):
+        reasons.append("bad_ratio")
+    return tuple(reasons)
+
+
+@dataclass
+class PairReport:
+    """Counts of suspicious pairs in one split, with the first few (1-based) line numbers of each kind."""
+
+    pairs: int = 0
+    kept: int = 0
+    dropped: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
+    examples: dict[str, list[int]] = field(default_factory=lambda: {reason: [] for reason in REASONS})
+    max_examples: int = 5
+
+    def add(self, line: int, reasons: tuple[str, ...], drop: bool) -> None:
+        self.pairs += 1
+        for reason in reasons:
+            self.counts[reason] += 1
+            if len(self.examples[reason]) < self.max_examples:
+                self.examples[reason].append(line)
+        if drop:
+            self.dropped += 1
+        else:
+            self.kept += 1
+
+    def to_dict(self) -> dict:
+        return {
+            "pairs": self.pairs,
+            "kept": self.kept,
+            "dropped": self.dropped,
+            **self.counts,
+            "example_lines": {reason: lines for reason, lines in self.examples.items() if lines},
+        }
+
+    def summary(self) -> str:
+        found = ", ".join(f"{self.counts[r]} {r}" for r in REASONS)
+        return f"{self.pairs} pairs: {found}; kept {self.kept}, dropped {self.dropped}"
+
+
+__all__ = [
+    "CorpusError",
+    "PairReport",
+    "REASONS",
+    "check_parallel",
+    "check_text_file",
+    "classify_pair",
+    "read_lines",
+    "read_parallel",
+    "side_path",
+]

@@ -1,0 +1,112 @@
+"""Attention (section 3.2).
+
+Scaled dot-product attention, eq. (1):
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+Two paths compute this same function: the fast one calls `torch.nn.functional.scaled_dot_product_attention`
+(fused kernels: flash / memory-efficient on GPU); the explicit one writes the formula out and can return the
+attention weights. Masks are boolean with one convention everywhere: True = may attend.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def explicit_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+) -> tuple[Tensor, Tensor]:
+    """Eq. (1) written out. q [B,h,Tq,d_k], k [B,h,Tk,d_k], v [B,h,Tk,d_v], mask broadcastable to [B,h,Tq,Tk].
+
+    Returns (output [B,h,Tq,d_v], weights [B,h,Tq,Tk]); masked positions get weight exactly 0 (3.2.3: illegal
+    connections are set to -inf before the softmax).
+    """
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B,h,Tq,Tk]
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)  # also turns a fully masked row into zeros, not NaN
+    dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights
+    return dropped @ v, weights
+
+
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+    is_causal: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """Eq. (1). Uses the fused kernel unless the weights are wanted; `is_causal` needs Tq == Tk and no mask."""
+    if need_weights:
+        if is_causal:
+            mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
+        return explicit_attention(q, k, v, mask, dropout_p)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)
+    return out, None
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention (3.2.2): MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,
+    head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
+
+    The h projections W_i^Q, W_i^K, W_i^V are stored fused as one matrix `in_proj` with rows
+    [W^Q (h*d_k); W^K (h*d_k); W^V (h*d_v)], the same function as h separate ones. This module only projects,
+    splits and merges heads; caching is the caller's business (see `aiayn.model.cache`).
+    """
+
+    def __init__(self, d_model: int, h: int, d_k: int, d_v: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.h, self.d_k, self.d_v = h, d_k, d_v
+        self.in_proj = nn.Linear(d_model, h * (2 * d_k + d_v))
+        self.out_proj = nn.Linear(h * d_v, d_model)  # W^O
+        self.dropout = dropout
+        nn.init.xavier_uniform_(self.in_proj.weight)
+        nn.init.zeros_(self.in_proj.bias)
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        nn.init.zeros_(self.out_proj.bias)
+
+    def _split_heads(self, x: Tensor, d: int) -> Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.h, d).transpose(1, 2)  # [B,T,h*d] -> [B,h,T,d]
+
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention projections of x [B,T,d_model] -> q, k [B,h,T,d_k], v [B,h,T,d_v]."""
+        hk = self.h * self.d_k
+        q, k, v = self.in_proj(x).split([hk, hk, self.h * self.d_v], dim=-1)
+        return self._split_heads(q, self.d_k), self._split_heads(k, self.d_k), self._split_heads(v, self.d_v)
+
+    def project_q(self, x: Tensor) -> Tensor:
+        hk = self.h * self.d_k
+        return self._split_heads(F.linear(x, self.in_proj.weight[:hk], self.in_proj.bias[:hk]), self.d_k)
+
+    def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """Encoder-decoder attention keys and values from the encoder output [B,S,d_model] (3.2.3)."""
+        hk = self.h * self.d_k
+        kv = F.linear(memory, self.in_proj.weight[hk:], self.in_proj.bias[hk:])
+        k, v = kv.split([hk, self.h * self.d_v], dim=-1)
+        return self._split_heads(k, self.d_k), self._split_heads(v, self.d_v)
+
+    def attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        is_causal: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attention per head, Concat, W^O. Returns ([B,Tq,d_model], weights [B,h,Tq,Tk] or None)."""
+        p = self.dropout if self.training else 0.0
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, p, need_weights, is_causal)
+        batch, _, length, _ = heads.shape
+        concat = heads.transpose(1, 2).reshape(batch, length, self.h * self.d_v)  # [B,h,T,d_v] -> [B,T,h*d_v]
+        return self.out_proj(concat), weights

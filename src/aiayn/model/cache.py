@@ -1,0 +1,84 @@
+"""The decoder's incremental state for generation (sections 3.2.3 and 4: "caching the keys and values of
+earlier positions removes the recomputation").
+
+A `KVCache` holds, per decoder layer, the self-attention keys/values of the positions decoded so far (in
+preallocated buffers that grow by doubling, so a step writes one column instead of concatenating the whole
+prefix) and the encoder-decoder keys/values, computed once per source sentence. It is an explicit object:
+`Transformer.init_cache` makes it, `Transformer.step` reads and advances it, searches reorder it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class KVCache:
+    self_k: list[Tensor]  # per layer [B, h, capacity, d_k]; positions [0, length) are filled
+    self_v: list[Tensor]  # per layer [B, h, capacity, d_v]
+    cross_k: list[Tensor]  # per layer [B, h, S, d_k]: W^K applied to the encoder output, once
+    cross_v: list[Tensor]  # per layer [B, h, S, d_v]
+    memory_mask: Tensor  # [B, S] bool, True at real source tokens
+    length: int = 0  # target positions already decoded
+
+    @property
+    def batch_size(self) -> int:
+        return self.memory_mask.size(0)
+
+    @property
+    def capacity(self) -> int:
+        return self.self_k[0].size(2)
+
+    def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Write the new positions' keys/values [B,h,t,d] at [length, length+t) of `layer` and return views of
+        all positions so far. `advance(t)` must follow once every layer has appended."""
+        end = self.length + k.size(2)
+        if end > self.capacity:
+            self._grow(end)
+        self.self_k[layer][:, :, self.length : end] = k
+        self.self_v[layer][:, :, self.length : end] = v
+        return self.self_k[layer][:, :, :end], self.self_v[layer][:, :, :end]
+
+    def advance(self, steps: int) -> None:
+        self.length += steps
+
+    def _grow(self, needed: int) -> None:
+        capacity = max(needed, 2 * self.capacity)
+        for buffers in (self.self_k, self.self_v):
+            for i, old in enumerate(buffers):
+                new = old.new_empty(old.size(0), old.size(1), capacity, old.size(3))
+                new[:, :, : self.length] = old[:, :, : self.length]
+                buffers[i] = new
+
+    def reorder(self, index: Tensor, source_changed: bool = True) -> KVCache:
+        """Keep batch rows `index` (a beam search's back-pointers, or the rows still alive), in place.
+
+        Only the filled prefix of the self-attention buffers is copied. `source_changed=False` says every row
+        keeps the same source sentence (beams re-ranked within their own sentence), so the encoder-decoder
+        keys/values, identical across a sentence's beams, are left as they are.
+        """
+        index = index.to(self.memory_mask.device)
+        same_size = index.numel() == self.batch_size
+        for buffers in (self.self_k, self.self_v):
+            for i, old in enumerate(buffers):
+                if same_size:  # permute in place: copy only the positions decoded so far
+                    old[:, :, : self.length] = old[:, :, : self.length].index_select(0, index)
+                else:
+                    buffers[i] = old.index_select(0, index)
+        if source_changed or not same_size:
+            self.cross_k = [t.index_select(0, index) for t in self.cross_k]
+            self.cross_v = [t.index_select(0, index) for t in self.cross_v]
+            self.memory_mask = self.memory_mask.index_select(0, index)
+        return self
+
+    @staticmethod
+    def allocate(
+        batch: int, layers: int, h: int, d_k: int, d_v: int, capacity: int, like: Tensor
+    ) -> tuple[list[Tensor], list[Tensor]]:
+        """Empty self-attention buffers for `layers` decoder layers, with the dtype and device of `like`."""
+        k = [torch.empty(batch, h, capacity, d_k, dtype=like.dtype, device=like.device) for _ in range(layers)]
+        v = [torch.empty(batch, h, capacity, d_v, dtype=like.dtype, device=like.device) for _ in range(layers)]
+        return k, v

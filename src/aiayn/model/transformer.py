@@ -1,0 +1,164 @@
+"""The Transformer (section 3, Figure 1): embeddings + positional encodings, encoder and decoder stacks, and the
+final linear + softmax, whose weight matrix is shared with the embeddings when the vocabulary is (3.4).
+
+Protocol used by training, searches and visualization:
+    memory = model.encode(src)                      -> EncoderOutput
+    out = model.decode(tgt_in, memory)              -> DecoderOutput (logits for every position)
+    cache = model.init_cache(memory)                -> KVCache
+    logits, cache = model.step(tokens, cache)       -> next-token logits; the cache advanced in place
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from aiayn.config import ModelConfig
+from aiayn.model.cache import KVCache
+from aiayn.model.decoder import Decoder, Memory
+from aiayn.model.embedding import TokenEmbedding
+from aiayn.model.encoder import Encoder
+from aiayn.model.masks import key_padding_mask, padding_mask
+from aiayn.model.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+
+
+@dataclass
+class EncoderOutput:
+    hidden: Tensor  # [B,S,d_model]
+    mask: Tensor  # [B,S] bool, True at real source tokens
+    attentions: list[Tensor]  # per layer [B,h,S,S] when asked for, else empty
+
+
+@dataclass
+class DecoderOutput:
+    logits: Tensor  # [B,T,V]
+    self_attentions: list[Tensor]  # per layer [B,h,T,T] when asked for
+    cross_attentions: list[Tensor]  # per layer [B,h,T,S] when asked for
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        c = self.config = config
+        self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, c.pad_id, c.scale_embeddings)
+        if c.share_embeddings:
+            self.tgt_embed = self.src_embed  # one matrix for both embeddings (3.4)
+        else:
+            self.tgt_embed = TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id, c.scale_embeddings)
+        if c.positional == "sinusoidal":
+            self.positions: nn.Module = SinusoidalPositionalEncoding(c.d_model, c.max_positions)
+        else:
+            self.positions = LearnedPositionalEmbedding(c.max_positions, c.d_model)
+        self.embed_dropout = nn.Dropout(c.P_drop)  # on the sums of embeddings and positions (5.4)
+        self.encoder = Encoder(c)
+        self.decoder = Decoder(c)
+        self.output_proj = None if c.tie_output else nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
+        if self.output_proj is not None:
+            nn.init.normal_(self.output_proj.weight, std=c.d_model**-0.5)
+
+    # --- embeddings ----------------------------------------------------------------------------------------
+
+    def _embed(self, embedding: TokenEmbedding, tokens: Tensor, start: int = 0) -> Tensor:
+        """Dropout(Embedding(tokens) * sqrt(d_model) + PE(positions)) for positions start.. (3.4, 3.5, 5.4)."""
+        x = embedding(tokens) + self.positions(tokens.size(1), start).to(embedding.weight.dtype)
+        return self.embed_dropout(x)
+
+    def output_weight(self) -> Tensor:
+        """The pre-softmax linear transformation: the target embedding matrix when tied (3.4)."""
+        return self.tgt_embed.weight if self.output_proj is None else self.output_proj.weight
+
+    def project(self, hidden: Tensor) -> Tensor:
+        """Final linear (3.4): [.., d_model] -> [.., V] logits; softmax is left to the caller."""
+        return F.linear(hidden, self.output_weight())
+
+    # --- the protocol --------------------------------------------------------------------------------------
+
+    def encode(self, src: Tensor, need_weights: bool = False) -> EncoderOutput:
+        """src [B,S] token ids (padded with pad_id) -> encoder output."""
+        real = padding_mask(src, self.config.pad_id)
+        hidden, attentions = self.encoder(self._embed(self.src_embed, src), key_padding_mask(real), need_weights)
+        return EncoderOutput(hidden, real, attentions)
+
+    def decode(self, tgt_in: Tensor, memory: EncoderOutput, need_weights: bool = False) -> DecoderOutput:
+        """Teacher-forced decoder pass: tgt_in [B,T] (starting with bos, right-padded) -> logits [B,T,V].
+
+        Right padding needs no mask of its own: the causal mask already hides later (padding) positions from
+        every real position.
+        """
+        x = self._embed(self.tgt_embed, tgt_in)
+        hidden, self_att, cross_att = self.decoder(x, Memory(memory.hidden, memory.mask), None, need_weights)
+        return DecoderOutput(self.project(hidden), self_att, cross_att)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Logits [B,T,V] for every target position given source and shifted-right target (3.1)."""
+        return self.decode(tgt_in, self.encode(src)).logits
+
+    def log_probs(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        return F.log_softmax(self.forward(src, tgt_in).float(), dim=-1)
+
+    def init_cache(self, memory: EncoderOutput, capacity: int = 64) -> KVCache:
+        """A cache for incremental decoding of `memory`'s sentences; buffers grow past `capacity` as needed."""
+        return self.decoder.build_cache(memory.hidden, memory.mask, capacity)
+
+    def step(
+        self, tokens: Tensor, cache: KVCache, need_weights: bool = False
+    ) -> tuple[Tensor, KVCache] | tuple[Tensor, KVCache, DecoderOutput]:
+        """Decode the next position(s) incrementally.
+
+        tokens [B] (one new token per row) or [B,t]; positions continue from `cache.length`.
+        Returns logits [B,V] of the last new position and the advanced cache; with `need_weights`, also a
+        `DecoderOutput` with all new positions' logits and their attention weights.
+        """
+        if tokens.dim() == 1:
+            tokens = tokens[:, None]  # [B] -> [B,1]
+        x = self._embed(self.tgt_embed, tokens, start=cache.length)
+        hidden, self_att, cross_att = self.decoder(x, Memory(None, cache.memory_mask), cache, need_weights)
+        if need_weights:
+            logits = self.project(hidden)
+            return logits[:, -1], cache, DecoderOutput(logits, self_att, cross_att)
+        return self.project(hidden[:, -1]), cache
+
+    # --- bookkeeping ---------------------------------------------------------------------------------------
+
+    def num_parameters(self, embeddings: bool = True) -> int:
+        """Distinct parameters (tied matrices counted once); optionally without embeddings and positions."""
+        seen: set[int] = set()
+        total = 0
+        skip = set()
+        if not embeddings:
+            skip = {id(self.src_embed.weight), id(self.tgt_embed.weight), id(self.output_weight())}
+            skip |= {id(p) for p in self.positions.parameters()}
+        for p in self.parameters():
+            if id(p) not in seen and id(p) not in skip:
+                seen.add(id(p))
+                total += p.numel()
+        return total
+
+    def flops_per_token(self, src_len: int = 32, tgt_len: int = 32) -> dict[str, float]:
+        """Forward FLOPs (2 per multiply-add) per source and per target token at the given lengths."""
+        c = self.config
+        hk, hv = c.h * c.d_k, c.h * c.d_v
+        attn_proj = 2 * c.d_model * (2 * hk + hv) + 2 * hv * c.d_model
+        ffn = 2 * 2 * c.d_model * c.d_ff
+        encoder = c.N * (attn_proj + 2 * src_len * (hk + hv) + ffn)  # QK^T and (weights)V over S keys
+        self_attn = attn_proj + 2 * ((tgt_len + 1) / 2) * (hk + hv)  # causal: on average (T+1)/2 keys
+        cross_attn = attn_proj + 2 * src_len * (hk + hv)
+        decoder = c.decoder_layers * (self_attn + cross_attn + ffn) + 2 * c.d_model * c.tgt_vocab_size
+        return {"encoder_per_source_token": float(encoder), "decoder_per_target_token": float(decoder)}
+
+    @classmethod
+    def from_pretrained(cls, model_dir: str | Path, map_location: str | torch.device = "cpu") -> Transformer:
+        from aiayn.model.pretrained import load_model
+
+        return load_model(cls, model_dir, map_location)
+
+    def save_pretrained(self, model_dir: str | Path) -> Path:
+        from aiayn.model.pretrained import save_model
+
+        return save_model(self, model_dir)
+
+
