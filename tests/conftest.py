@@ -11,9 +11,7 @@ PAD = 0
 
 
 def tiny_config(**overrides) -> ModelConfig:
-    base = dict(
-        src_vocab_size=37, tgt_vocab_size=37, N=2, d_model=32, d_ff=64, h=4, d_k=8, d_v=8, P_drop=0.0
-    )
+    base = dict(src_vocab_size=37, tgt_vocab_size=37, N=2, d_model=32, d_ff=64, h=4, d_k=8, d_v=8, P_drop=0.0)
     base.update(overrides)
     return ModelConfig(**base)
 

@@ -36,8 +36,14 @@ def test_presets_are_table_3() -> None:
         preset("huge")
 
 
-@pytest.mark.parametrize("overrides", [{}, {"share_embeddings": False, "tie_output": False, "tgt_vocab_size": 41},
-                                       {"positional": "learned", "norm_first": True}])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"share_embeddings": False, "tie_output": False, "tgt_vocab_size": 41},
+        {"positional": "learned", "norm_first": True},
+    ],
+)
 def test_round_trip_is_bit_exact(tmp_path, overrides, generator) -> None:
     torch.manual_seed(0)
     model = Transformer(tiny_config(**overrides)).eval()
@@ -108,9 +114,12 @@ def test_config_that_does_not_match_weights(saved) -> None:
 
 @pytest.mark.parametrize(
     "text, message",
-    [("{not json", "not valid JSON"), ('{"format": "hf"}', "not an aiayn model"),
-     ('{"format": "aiayn-model", "format_version": 9}', "format_version 9"),
-     ('{"format": "aiayn-model", "format_version": 1, "model": {"d_model": -1}}', "must be positive")],
+    [
+        ("{not json", "not valid JSON"),
+        ('{"format": "hf"}', "not an aiayn model"),
+        ('{"format": "aiayn-model", "format_version": 9}', "format_version 9"),
+        ('{"format": "aiayn-model", "format_version": 1, "model": {"d_model": -1}}', "must be positive"),
+    ],
 )
 def test_foreign_or_invalid_config(saved, text, message) -> None:
     (saved / "config.json").write_text(text)

@@ -28,9 +28,7 @@ def build_reference(model: Transformer) -> tuple[nn.TransformerEncoder, nn.Trans
     kwargs = dict(d_model=c.d_model, nhead=c.h, dim_feedforward=c.d_ff, dropout=0.0, batch_first=True)
     kwargs.update(norm_first=c.norm_first, layer_norm_eps=c.layer_norm_eps)
     final = (lambda: nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)) if c.norm_first else (lambda: None)
-    encoder = nn.TransformerEncoder(
-        nn.TransformerEncoderLayer(**kwargs), c.N, norm=final(), enable_nested_tensor=False
-    )
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(**kwargs), c.N, norm=final(), enable_nested_tensor=False)
     decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(**kwargs), c.N, norm=final())
     with torch.no_grad():
         for ours, theirs in zip(model.encoder.layers, encoder.layers):

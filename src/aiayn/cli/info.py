@@ -59,16 +59,22 @@ def run(args: argparse.Namespace) -> int:
     c = config
     name = args.model or f"preset {args.preset}"
     print(f"aiayn model: {name}")
-    print(f"  N={c.N} (decoder {c.decoder_layers})  d_model={c.d_model}  d_ff={c.d_ff}  h={c.h}  "
-          f"d_k={c.d_k}  d_v={c.d_v}  P_drop={c.P_drop}  eps_ls={c.eps_ls}  "
-          f"{'pre-norm' if c.norm_first else 'post-norm'}  {c.positional} positions")
-    print(f"  vocabulary: source {c.src_vocab_size:,}  target {c.tgt_vocab_size:,}  "
-          f"shared embeddings={c.share_embeddings}  tied output={c.tie_output}")
+    print(
+        f"  N={c.N} (decoder {c.decoder_layers})  d_model={c.d_model}  d_ff={c.d_ff}  h={c.h}  "
+        f"d_k={c.d_k}  d_v={c.d_v}  P_drop={c.P_drop}  eps_ls={c.eps_ls}  "
+        f"{'pre-norm' if c.norm_first else 'post-norm'}  {c.positional} positions"
+    )
+    print(
+        f"  vocabulary: source {c.src_vocab_size:,}  target {c.tgt_vocab_size:,}  "
+        f"shared embeddings={c.share_embeddings}  tied output={c.tie_output}"
+    )
     print(f"  parameters:                    {report['parameters']:>15,}  ({report['parameters'] / 1e6:.1f}M)")
     print(f"  parameters without embeddings: {report['parameters_without_embeddings']:>15,}")
     print(f"  forward FLOPs per token (sentences of {args.seq_len} tokens, 2 FLOPs per multiply-add):")
     print(f"    encoder, per source token:   {report['forward_flops_per_source_token']:>15,.0f}")
-    print(f"    decoder, per target token:   {report['forward_flops_per_target_token']:>15,.0f}"
-          "  (incl. the output projection)")
+    print(
+        f"    decoder, per target token:   {report['forward_flops_per_target_token']:>15,.0f}"
+        "  (incl. the output projection)"
+    )
     print(f"    source + target token pair:  {report['forward_flops_per_token_pair']:>15,.0f}")
     return 0

@@ -117,7 +117,7 @@ def read_config(model_dir: str | Path) -> tuple[ModelConfig, dict[str, Any]]:
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ModelDirectoryError(f"{path}: not valid JSON ({error})") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ModelDirectoryError(f"{path}: not an aiayn model config (expected \"format\": \"{FORMAT}\")")
+        raise ModelDirectoryError(f'{path}: not an aiayn model config (expected "format": "{FORMAT}")')
     version = document.get("format_version")
     if version != FORMAT_VERSION:
         raise ModelDirectoryError(f"{path}: format_version {version!r} is not supported (expected {FORMAT_VERSION})")
@@ -128,9 +128,7 @@ def read_config(model_dir: str | Path) -> tuple[ModelConfig, dict[str, Any]]:
     return config, document
 
 
-def load_model(
-    cls: type[Transformer], model_dir: str | Path, map_location: str | torch.device = "cpu"
-) -> Transformer:
+def load_model(cls: type[Transformer], model_dir: str | Path, map_location: str | torch.device = "cpu") -> Transformer:
     """Build the model from config.json and load model.safetensors, checking checksum, names and shapes."""
     model_dir = Path(model_dir)
     config, document = read_config(model_dir)

@@ -160,5 +160,3 @@ class Transformer(nn.Module):
         from aiayn.model.pretrained import save_model
 
         return save_model(self, model_dir)
-
-

@@ -1,0 +1,1 @@
+"""Benchmarks: complexity table, training and decoding throughput, measured against peers."""

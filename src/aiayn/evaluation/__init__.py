@@ -1,0 +1,1 @@
+"""Evaluation: sacrebleu BLEU/chrF and perplexity."""

@@ -1,0 +1,1 @@
+"""Serving: an HTTP API over the translator."""

@@ -1,0 +1,1 @@
+"""Training (section 5): schedule, loss, checkpoints, trainer, distributed set-up."""

@@ -1,0 +1,1 @@
+"""Visualization: attention maps, positional encodings, architecture, curves and results, drawn from real models."""
