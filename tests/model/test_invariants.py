@@ -140,3 +140,15 @@ def test_attention_weights_returned_for_every_layer_and_head(model: Transformer,
         assert (weights.transpose(1, 3)[~memory.mask] == 0).all()  # padded source keys get exactly 0
     for weights in out.self_attentions:
         assert (weights.triu(1) == 0).all()
+
+
+def test_projecting_selected_hidden_states_equals_full_logits(model: Transformer, generator) -> None:
+    src, _ = random_batch(3, 6, 37, generator)
+    tgt, _ = random_batch(3, 5, 37, generator)
+    with torch.no_grad():
+        memory = model.encode(src)
+        full = model.decode(tgt, memory).logits
+        hidden = model.decode(tgt, memory, project=False)
+        assert hidden.logits is None
+        real = tgt.ne(PAD)
+        assert (model.project(hidden.hidden[real]) - full[real]).abs().max() <= 1e-5

@@ -35,7 +35,8 @@ class EncoderOutput:
 
 @dataclass
 class DecoderOutput:
-    logits: Tensor  # [B,T,V]
+    logits: Tensor | None  # [B,T,V]; None when `decode(..., project=False)`
+    hidden: Tensor  # [B,T,d_model], the decoder stack's output before the final linear
     self_attentions: list[Tensor]  # per layer [B,h,T,T] when asked for
     cross_attentions: list[Tensor]  # per layer [B,h,T,S] when asked for
 
@@ -83,15 +84,18 @@ class Transformer(nn.Module):
         hidden, attentions = self.encoder(self._embed(self.src_embed, src), key_padding_mask(real), need_weights)
         return EncoderOutput(hidden, real, attentions)
 
-    def decode(self, tgt_in: Tensor, memory: EncoderOutput, need_weights: bool = False) -> DecoderOutput:
+    def decode(
+        self, tgt_in: Tensor, memory: EncoderOutput, need_weights: bool = False, project: bool = True
+    ) -> DecoderOutput:
         """Teacher-forced decoder pass: tgt_in [B,T] (starting with bos, right-padded) -> logits [B,T,V].
 
         Right padding needs no mask of its own: the causal mask already hides later (padding) positions from
-        every real position.
+        every real position. `project=False` skips the final linear (a trainer can then project only the
+        non-padding positions with `project`).
         """
         x = self._embed(self.tgt_embed, tgt_in)
         hidden, self_att, cross_att = self.decoder(x, Memory(memory.hidden, memory.mask), None, need_weights)
-        return DecoderOutput(self.project(hidden), self_att, cross_att)
+        return DecoderOutput(self.project(hidden) if project else None, hidden, self_att, cross_att)
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Logits [B,T,V] for every target position given source and shifted-right target (3.1)."""
@@ -119,7 +123,7 @@ class Transformer(nn.Module):
         hidden, self_att, cross_att = self.decoder(x, Memory(None, cache.memory_mask), cache, need_weights)
         if need_weights:
             logits = self.project(hidden)
-            return logits[:, -1], cache, DecoderOutput(logits, self_att, cross_att)
+            return logits[:, -1], cache, DecoderOutput(logits, hidden, self_att, cross_att)
         return self.project(hidden[:, -1]), cache
 
     # --- bookkeeping ---------------------------------------------------------------------------------------
