@@ -30,9 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PREFIX",
         help="test text; each split is named by the prefix's basename (e.g. test2016)",
     )
-    parser.add_argument(
-        "--vocab-size", type=int, required=True, help="joint BPE vocabulary size (paper: ~37000)"
-    )
+    parser.add_argument("--vocab-size", type=int, required=True, help="joint BPE vocabulary size (paper: ~37000)")
     parser.add_argument("--out", required=True, type=Path, help="output directory (written atomically)")
     parser.add_argument("--data-dir", type=Path, help="resolve relative prefixes against this directory")
     parser.add_argument("--max-len", type=int, default=256, help="longest side in subwords (default: 256)")
@@ -50,9 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1_000_000,
         help="sentences sampled for tokenizer training (default: 1000000)",
     )
-    parser.add_argument(
-        "--character-coverage", type=float, default=1.0, help="sentencepiece character coverage"
-    )
+    parser.add_argument("--character-coverage", type=float, default=1.0, help="sentencepiece character coverage")
     parser.add_argument("--threads", type=int, default=None, help="threads for sentencepiece (default: all)")
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
     parser.add_argument("--quiet", action="store_true", help="no progress bars or log lines")

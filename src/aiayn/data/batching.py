@@ -33,9 +33,7 @@ def make_source(ids: Sequence[int], eos_id: int = EOS_ID) -> list[int]:
     return [*map(int, ids), eos_id]
 
 
-def make_target(
-    ids: Sequence[int], bos_id: int = BOS_ID, eos_id: int = EOS_ID
-) -> tuple[list[int], list[int]]:
+def make_target(ids: Sequence[int], bos_id: int = BOS_ID, eos_id: int = EOS_ID) -> tuple[list[int], list[int]]:
     """(tgt_in, tgt_out) = ([bos] + encode(tgt), encode(tgt) + [eos])."""
     body = list(map(int, ids))
     return [bos_id, *body], [*body, eos_id]

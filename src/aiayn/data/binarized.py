@@ -154,9 +154,7 @@ class ParallelDataset:
         self.meta = load_meta(self.data_dir)
         splits = self.meta["splits"]
         if split not in splits:
-            raise CorpusError(
-                f"{self.data_dir / META_FILENAME}: no split {split!r}; available: {', '.join(splits)}"
-            )
+            raise CorpusError(f"{self.data_dir / META_FILENAME}: no split {split!r}; available: {', '.join(splits)}")
         self.src_lang: str = self.meta["src_lang"]
         self.tgt_lang: str = self.meta["tgt_lang"]
         pairs = int(splits[split]["pairs"])

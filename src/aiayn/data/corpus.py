@@ -11,7 +11,6 @@ where there is one, the line number, so a user can open the file at the bad line
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,39 +38,35 @@ def check_text_file(path: str | Path) -> int:
         raise CorpusError(f"{path}: file not found")
     if not path.is_file():
         raise CorpusError(f"{path}: not a regular file")
-    decoder = codecs.getincrementaldecoder("utf-8")("strict")
-    lines = 0  # complete lines ("\n"-terminated) seen before the current chunk
+    lines = 0  # lines before `pending`
     size = 0
-    last_byte = b""
+    pending = b""  # bytes after the last "\n" seen so far: an unfinished line
     with path.open("rb") as handle:
         while chunk := handle.read(_CHUNK_BYTES):
             size += len(chunk)
-            try:
-                decoder.decode(chunk)
-            except UnicodeDecodeError as error:
-                # The decoder may hold up to 3 bytes of an unfinished character from the previous chunk,
-                # so error.start can be negative; re-read around the error to find its line.
-                _raise_utf8_error(path, error, chunk, lines)
-            lines += chunk.count(b"\n")
-            last_byte = chunk[-1:]
-        try:
-            decoder.decode(b"", final=True)
-        except UnicodeDecodeError:
-            raise CorpusError(f"{path}:{lines + 1}: invalid UTF-8 (file ends inside a character)") from None
+            data = pending + chunk
+            end = data.rfind(b"\n") + 1  # decode whole lines only, so no character is cut in two
+            _decode_lines(path, data[:end], lines)
+            lines += data.count(b"\n", 0, end)
+            pending = data[end:]
     if size == 0:
         raise CorpusError(f"{path}: file is empty")
-    return lines + (last_byte != b"\n")
+    if pending:
+        _decode_lines(path, pending, lines)
+        lines += 1
+    return lines
 
 
-def _raise_utf8_error(path: Path, error: UnicodeDecodeError, chunk: bytes, lines_before: int) -> None:
-    position = max(error.start, 0)
-    line = lines_before + chunk.count(b"\n", 0, position) + 1
-    line_start = chunk.rfind(b"\n", 0, position) + 1
-    column = position - line_start + 1
-    bad = chunk[position : position + 4]
-    raise CorpusError(
-        f"{path}:{line}: invalid UTF-8 at byte {column} of the line ({bad!r}: {error.reason})"
-    ) from None
+def _decode_lines(path: Path, data: bytes, lines_before: int) -> None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = lines_before + data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        bad = data[error.start : error.start + 4]
+        raise CorpusError(
+            f"{path}:{line}: invalid UTF-8 at byte {column} of the line ({bad!r}: {error.reason})"
+        ) from None
 
 
 def check_parallel(prefix: str | Path, src_lang: str, tgt_lang: str) -> int:

@@ -25,9 +25,7 @@ from aiayn.data.corpus import CorpusError
 
 DATA_DIR_ENV = "AIAYN_DATA_DIR"
 MULTI30K_COMMIT = "a3d2e0d26b56f3846f66a952536ffed4e401d05a"
-MULTI30K_URL = (
-    f"https://raw.githubusercontent.com/multi30k/dataset/{MULTI30K_COMMIT}/data/task1/raw/{{name}}.gz"
-)
+MULTI30K_URL = f"https://raw.githubusercontent.com/multi30k/dataset/{MULTI30K_COMMIT}/data/task1/raw/{{name}}.gz"
 MULTI30K_SPLITS = {
     "train": "train",
     "val": "val",
@@ -103,12 +101,8 @@ def ensure_multi30k(
             path = folder / name
             if not path.exists():
                 if not download:
-                    raise CorpusError(
-                        f"{path}: missing (Multi30k not downloaded; allow download to fetch it)"
-                    )
-                _download_gz(
-                    MULTI30K_URL.format(name=f"{upstream}.{lang}"), path, MULTI30K_SHA256[name], timeout
-                )
+                    raise CorpusError(f"{path}: missing (Multi30k not downloaded; allow download to fetch it)")
+                _download_gz(MULTI30K_URL.format(name=f"{upstream}.{lang}"), path, MULTI30K_SHA256[name], timeout)
             verify_sha256(path, MULTI30K_SHA256[name])
     return folder
 

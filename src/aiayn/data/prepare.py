@@ -92,6 +92,7 @@ def prepare(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result should read like any other directory
         started = time.perf_counter()
         train_files = [side_path(splits["train"], src_lang), side_path(splits["train"], tgt_lang)]
         tokenizer = Tokenizer.train(
@@ -148,19 +149,13 @@ class _SplitEncoder:
     threads: int
     progress: bool
 
-    def __call__(
-        self, tmp: Path, name: str, prefix: Path, total: int, drop: bool, keep_text: bool
-    ) -> dict[str, Any]:
+    def __call__(self, tmp: Path, name: str, prefix: Path, total: int, drop: bool, keep_text: bool) -> dict[str, Any]:
         langs = (self.src_lang, self.tgt_lang)
         dtype = ids_dtype(self.tokenizer.vocab_size)
         report = PairReport()
         writers = [SideWriter(tmp, name, lang, dtype) for lang in langs]
-        texts = [
-            split_file(tmp, name, lang, "txt").open("w", encoding="utf-8") for lang in langs if keep_text
-        ]
-        bar = tqdm(
-            total=total, desc=f"encode {name}", unit=" pairs", file=sys.stderr, disable=not self.progress
-        )
+        texts = [split_file(tmp, name, lang, "txt").open("w", encoding="utf-8") for lang in langs if keep_text]
+        bar = tqdm(total=total, desc=f"encode {name}", unit=" pairs", file=sys.stderr, disable=not self.progress)
         pairs = read_parallel(prefix, self.src_lang, self.tgt_lang)
         try:
             while chunk := list(itertools.islice(pairs, _CHUNK_PAIRS)):

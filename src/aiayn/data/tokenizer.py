@@ -116,18 +116,12 @@ class Tokenizer:
             minloglevel=2 if quiet else 0,
         )
         try:
-            if quiet:
-                with open(os.devnull, "w") as devnull:
-                    spm.SentencePieceTrainer.Train(logstream=devnull, **options)
-            else:
-                spm.SentencePieceTrainer.Train(**options)
+            spm.SentencePieceTrainer.Train(**options)  # minloglevel=2 silences it; logstream needs a real stderr
         except RuntimeError as error:
             hint = ""
             if "vocab" in str(error).lower():
                 hint = " (try a smaller --vocab-size for this corpus)"
-            raise CorpusError(
-                f"sentencepiece training on {', '.join(map(str, files))} failed: {error}{hint}"
-            ) from None
+            raise CorpusError(f"sentencepiece training on {', '.join(map(str, files))} failed: {error}{hint}") from None
         produced = Path(prefix + ".model")
         if produced != model_path:
             os.replace(produced, model_path)
