@@ -3,12 +3,20 @@
 `ModelConfig` presets `base` and `big` are Table 3 of the paper (rows "base" and "big"); `small` and `tiny`
 are sized for CPU training. Every field can be overridden with `with_overrides` (strings from a command line
 are parsed to the field's type).
+
+A training run is a `RunConfig`: one YAML file whose sections `model:`, `data:`, `train:` and `decode:` map
+one-to-one onto `ModelConfig` (plus `preset:`), `DataConfig`, `TrainConfig` (section 5) and `DecodeConfig`;
+`load_run_config(path, ["train.max_updates=3", ...])` reads it and applies `--set` overrides.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import types
+import typing
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 T = TypeVar("T")
@@ -146,6 +154,89 @@ class DecodeConfig:
             raise ConfigError("decode.temperature must be > 0, top_p in (0, 1], top_k >= 0")
 
 
+@dataclass(frozen=True)
+class DataConfig:
+    """The training data: a binarized directory written by `aiayn prepare`, batched as in section 5.1.
+
+    When `dir` does not exist yet and `train_prefix`/`valid_prefix` are given, `aiayn train` prepares it first
+    from raw text `PREFIX.{src_lang,tgt_lang}` under `raw_dir` (default: `aiayn.data.resolve_data_dir()`,
+    i.e. $AIAYN_DATA_DIR), with a joint BPE vocabulary of `vocab_size`.
+    """
+
+    dir: str = "data-bin/multi30k-en-de"  # binarized directory; relative paths are from the working directory
+    train_split: str = "train"
+    valid_split: str = "valid"
+    max_tokens: int = 4096  # padded source and padded target tokens per micro-batch, each at most this (5.1)
+    max_sentences: int | None = None  # optional cap on pairs per micro-batch
+    src_lang: str = "en"
+    tgt_lang: str = "de"
+    raw_dir: str | None = None
+    train_prefix: str | None = None  # e.g. multi30k/train, relative to raw_dir
+    valid_prefix: str | None = None
+    test_prefixes: tuple[str, ...] = ()
+    vocab_size: int = 8000  # the paper: a shared BPE vocabulary of about 37000 tokens
+    max_len: int = 256  # longest side in subwords; longer training pairs are dropped when preparing
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "test_prefixes", tuple(self.test_prefixes))
+        if self.max_tokens <= 0:
+            raise ConfigError(f"data.max_tokens must be positive, got {self.max_tokens}")
+        if self.max_sentences is not None and self.max_sentences <= 0:
+            raise ConfigError(f"data.max_sentences must be positive or null, got {self.max_sentences}")
+        if self.vocab_size <= 4 or self.max_len <= 0:
+            raise ConfigError("data.vocab_size must exceed the 4 special ids and data.max_len be positive")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The training recipe of section 5: optimizer, schedule, batching, stopping, checkpoints and logging.
+
+    The effective batch is data.max_tokens x update_freq x world_size tokens per side (the paper: ~25000).
+    """
+
+    out_dir: str = "runs/default"  # run directory: config.yaml, metrics.jsonl, checkpoint-*/
+    seed: int = 1  # model initialisation, dropout and batch order
+    adam_beta1: float = 0.9  # Adam as in 5.3: beta1=0.9, beta2=0.98, eps=1e-9
+    adam_beta2: float = 0.98
+    adam_eps: float = 1e-9
+    weight_decay: float = 0.0
+    lr_scale: float = 1.0  # eq. 3 times this: lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+    warmup: int = 4000  # warmup_steps of eq. 3
+    clip_norm: float = 0.0  # clip the gradient norm to this; 0 = off (the paper does not clip)
+    update_freq: int = 1  # micro-batches accumulated per update (gradient accumulation)
+    max_updates: int = 0  # stop after this many updates; 0 = no limit (paper: 100k base, 300k big)
+    max_epochs: int = 0  # 0 = no limit
+    max_minutes: float = 0.0  # wall-time budget over all resumptions of the run; 0 = no limit
+    log_every: int = 100  # updates per metrics.jsonl record and progress-bar refresh
+    valid_every: int = 1000  # validation loss/perplexity every N updates; 0 = at each epoch end
+    bleu: bool = True  # validation BLEU (needs aiayn.decoding); uses the decode: section
+    bleu_every: int = 0  # every M updates; 0 = at each epoch end
+    bleu_max_sentences: int = 500  # first sentences of the validation set scored, to bound time
+    save_every: int = 1000  # checkpoint every K updates (and at the end); 0 = only at the end
+    keep_last: int = 5  # numbered checkpoints kept (the paper averaged the last 5 for base, 20 for big)
+    device: str = "auto"  # auto (cuda when available) | cpu | cuda | cuda:N
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 on a GPU that has it, else fp32
+    threads: int = 0  # torch CPU threads; 0 = torch's default
+    compile: bool = False  # torch.compile the model for training
+    progress: bool = True  # tqdm progress bar on stderr (rank 0 only)
+    tensorboard: bool = True  # also write TensorBoard events when tensorboard is installed
+
+    def __post_init__(self) -> None:
+        positive = ("warmup", "update_freq", "log_every", "bleu_max_sentences", "keep_last")
+        for name in positive:
+            if int(getattr(self, name)) <= 0:
+                raise ConfigError(f"train.{name} must be positive, got {getattr(self, name)}")
+        for name in ("max_updates", "max_epochs", "max_minutes", "valid_every", "bleu_every", "save_every"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"train.{name} must be >= 0 (0 = off), got {getattr(self, name)}")
+        if self.lr_scale <= 0 or self.clip_norm < 0 or self.weight_decay < 0:
+            raise ConfigError("train.lr_scale must be > 0, train.clip_norm and train.weight_decay >= 0")
+        if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1 and self.adam_eps > 0):
+            raise ConfigError("train.adam_beta1/adam_beta2 must be in [0, 1) and train.adam_eps > 0")
+        if self.precision not in ("auto", "fp32", "bf16", "fp16"):
+            raise ConfigError(f"train.precision must be auto, fp32, bf16 or fp16, got {self.precision!r}")
+
+
 # --- generic helpers shared by every config dataclass ------------------------------------------------------
 
 
@@ -213,12 +304,172 @@ def from_dict(cls: type[T], data: dict[str, Any], section: str) -> T:
         raise ConfigError(f"{section}: {error}") from None
 
 
+# --- run configuration: one YAML file, one section per dataclass --------------------------------------------
+
+SECTIONS = {"model": ModelConfig, "data": DataConfig, "train": TrainConfig, "decode": DecodeConfig}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a training run needs; `to_dict()` is the YAML layout (and what the run directory keeps).
+
+    The model's vocabulary sizes are not part of it: the trainer takes them from the data directory.
+    """
+
+    model: ModelConfig = ModelConfig()
+    data: DataConfig = DataConfig()
+    train: TrainConfig = TrainConfig()
+    decode: DecodeConfig = DecodeConfig()
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        out = {name: dataclasses.asdict(getattr(self, name)) for name in SECTIONS}
+        out["data"]["test_prefixes"] = list(self.data.test_prefixes)
+        for key in ("src_vocab_size", "tgt_vocab_size"):
+            del out["model"][key]
+        return out
+
+
+def _suggest(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _check_types(cls: type, data: dict[str, Any], section: str) -> None:
+    """Reject YAML values of the wrong type (e.g. a string for an int), naming the field."""
+    hints = typing.get_type_hints(cls)
+    for key, value in data.items():
+        hint = hints.get(key)
+        if hint is None:
+            continue
+        allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        if _type_ok(value, allowed):
+            continue
+        expected = " or ".join(_type_name(kind) for kind in allowed)
+        raise ConfigError(f"{section}.{key}: expected {expected}, got {value!r}")
+
+
+def _type_name(kind: Any) -> str:
+    if typing.get_origin(kind) is Literal:
+        return "one of " + ", ".join(map(repr, typing.get_args(kind)))
+    return "null" if kind is type(None) else str(getattr(kind, "__name__", kind))
+
+
+def _type_ok(value: Any, allowed: tuple) -> bool:
+    for kind in allowed:
+        origin = typing.get_origin(kind)
+        if kind is type(None) and value is None:
+            return True
+        if origin is Literal and value in typing.get_args(kind):
+            return True
+        if origin in (tuple, list) and isinstance(value, (list, tuple)):
+            return True
+        if kind is bool and isinstance(value, bool):
+            return True
+        if kind is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if kind is str and isinstance(value, str):
+            return True
+    return False
+
+
+def _parse_sets(sets: list[str]) -> dict[str, dict[str, str]]:
+    """["train.max_updates=3", ...] -> {"train": {"max_updates": "3"}}; malformed items raise ConfigError."""
+    by_section: dict[str, dict[str, str]] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        section, dot, name = key.strip().partition(".")
+        if not sep or not dot or not name:
+            raise ConfigError(f"--set expects section.field=value, got {item!r}")
+        if section not in SECTIONS:
+            raise ConfigError(f"--set {item}: unknown section {section!r}; sections: {', '.join(SECTIONS)}")
+        by_section.setdefault(section, {})[name] = value
+    return by_section
+
+
+def build_run_config(document: dict[str, Any], sets: list[str] = (), source: str = "config") -> RunConfig:
+    """Build a RunConfig from a parsed YAML mapping and `--set section.field=value` strings."""
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"{source}: expected a mapping with sections {', '.join(SECTIONS)}")
+    unknown = sorted(set(document) - set(SECTIONS))
+    if unknown:
+        hint = _suggest(unknown[0], list(SECTIONS))
+        raise ConfigError(f"{source}: unknown section(s) {', '.join(unknown)}{hint}; sections: {', '.join(SECTIONS)}")
+    overrides = _parse_sets(list(sets))
+    built: dict[str, Any] = {}
+    for name, cls in SECTIONS.items():
+        raw = document.get(name)
+        if not isinstance(raw, (dict, type(None))):
+            raise ConfigError(f"{source}: section {name} must be a mapping of fields, got {type(raw).__name__}")
+        section = dict(raw or {})
+        sets_here = overrides.get(name, {})
+        known = [f.name for f in fields(cls)] + (["preset"] if name == "model" else [])
+        for key in [*section, *sets_here]:
+            if key not in known:
+                hint = _suggest(key, known)
+                raise ConfigError(f"{source}: unknown field {name}.{key}{hint}; known fields: {', '.join(known)}")
+        try:
+            if name == "model":
+                built[name] = _model_section(section, sets_here)
+            else:
+                _check_types(cls, section, name)
+                built[name] = with_overrides(from_dict(cls, section, name), sets_here, name)
+            _check_types(cls, {f.name: getattr(built[name], f.name) for f in fields(cls)}, name)
+        except ConfigError as error:
+            raise ConfigError(f"{source}: {error}") from None
+    return RunConfig(**built)
+
+
+def _model_section(section: dict[str, Any], sets: dict[str, str]) -> ModelConfig:
+    """`preset:` (default: base) plus field overrides; vocabulary sizes come from the data, never from here."""
+    for key in ("src_vocab_size", "tgt_vocab_size"):
+        if key in section or key in sets:
+            raise ConfigError(f"model.{key} is set from the data directory's vocabulary (data.vocab_size)")
+    name = str(sets.pop("preset", section.pop("preset", "base")))
+    if name not in PRESETS:
+        raise ConfigError(f"unknown model.preset {name!r}; choose one of {', '.join(PRESETS)}")
+    _check_types(ModelConfig, section, "model")
+    config = with_overrides(PRESETS[name], section, "model")
+    return with_overrides(config, sets, "model")
+
+
+def load_run_config(path: str | Path, sets: list[str] = ()) -> RunConfig:
+    """Read a YAML run config and apply `--set section.field=value` overrides; errors name the file and field."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    return build_run_config(document, sets, source=str(path))
+
+
+def dump_run_config(config: RunConfig) -> str:
+    """The YAML text of a RunConfig (what `load_run_config` reads back to an equal config)."""
+    import yaml
+
+    return yaml.safe_dump(config.to_dict(), sort_keys=False)
+
+
 __all__ = [
     "ConfigError",
+    "DataConfig",
     "DecodeConfig",
     "ModelConfig",
     "PRESETS",
+    "RunConfig",
+    "SECTIONS",
+    "TrainConfig",
+    "build_run_config",
+    "dump_run_config",
     "from_dict",
+    "load_run_config",
     "parse_value",
     "preset",
     "with_overrides",
