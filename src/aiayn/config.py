@@ -123,35 +123,51 @@ def preset(name: str, **overrides: Any) -> ModelConfig:
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    """Search settings; defaults are section 6.1: beam 4, alpha 0.6, max length input + 50."""
+    """Search settings; defaults are section 6.1: beam 4, alpha 0.6, max length input + 50.
+
+    Output length: at most floor(max_len_a * |x| + max_len_b) tokens (|x| = source subwords without EOS), then
+    EOS; at least `min_len` tokens before EOS may end a hypothesis. With `sampling`, `beam` samples are drawn
+    per sentence and the best `nbest` by score are returned.
+    """
 
     beam: int = 4
     lenpen: float = 0.6
     lenpen_form: Literal["gnmt", "power"] = "gnmt"  # ((5+|Y|)/6)^alpha (Wu et al.) or |Y|^alpha (fairseq)
     max_len_a: float = 1.0
     max_len_b: int = 50
+    min_len: int = 0  # EOS is forbidden before this many output tokens (benchmarks force lengths with it)
     nbest: int = 1
     greedy: bool = False
     sampling: bool = False
     temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    max_tokens: int = 4096  # token budget of one batch of source sentences
-    max_source_positions: int = 1024
+    top_k: int = 0  # 0: no top-k filter
+    top_p: float = 1.0  # 1.0: no nucleus filter
+    max_tokens: int = 4096  # token budget of one batch of source sentences (padded source positions)
+    max_source_positions: int = 1024  # longest source, EOS included; longer inputs are truncated or refused
     on_long_line: Literal["truncate", "error"] = "truncate"
     seed: int = 1
+    use_cache: bool = True  # False recomputes the whole prefix every step (the naive decoder; tests, benchmarks)
+    need_attention: bool = False  # return each hypothesis' encoder-decoder attention (last layer, head mean)
 
     def __post_init__(self) -> None:
         if self.beam < 1:
             raise ConfigError(f"decode.beam must be >= 1, got {self.beam}")
         if self.nbest < 1 or self.nbest > self.beam:
             raise ConfigError(f"decode.nbest must be in [1, beam={self.beam}], got {self.nbest}")
+        if self.greedy and self.nbest > 1:
+            raise ConfigError(f"decode.greedy gives one hypothesis per sentence; got nbest={self.nbest}")
         if self.lenpen_form not in ("gnmt", "power"):
             raise ConfigError(f"decode.lenpen_form must be 'gnmt' or 'power', got {self.lenpen_form!r}")
         if self.on_long_line not in ("truncate", "error"):
             raise ConfigError(f"decode.on_long_line must be 'truncate' or 'error', got {self.on_long_line!r}")
         if self.temperature <= 0 or not 0 < self.top_p <= 1 or self.top_k < 0:
             raise ConfigError("decode.temperature must be > 0, top_p in (0, 1], top_k >= 0")
+        if self.max_len_a < 0 or self.max_len_b < 0 or self.min_len < 0:
+            raise ConfigError("decode.max_len_a, decode.max_len_b and decode.min_len must be >= 0")
+        if self.max_tokens < 1:
+            raise ConfigError(f"decode.max_tokens must be positive, got {self.max_tokens}")
+        if self.max_source_positions < 2:
+            raise ConfigError(f"decode.max_source_positions must be >= 2, got {self.max_source_positions}")
 
 
 @dataclass(frozen=True)
