@@ -1,0 +1,147 @@
+"""Data-parallel set-up for `torchrun` (section 5.2: the paper trained on 8 GPUs), on PyTorch's own engine.
+
+    torchrun --nproc_per_node=8 -m aiayn train CONFIG.yaml
+
+torchrun sets RANK, WORLD_SIZE and LOCAL_RANK; `init_distributed` then joins the process group with `nccl`
+on CUDA or `gloo` on CPU. Each rank trains on its own deterministic shard of every epoch's batches
+(`aiayn.data.TokenBudgetBatches.shard`), DistributedDataParallel averages the gradients, and the all-reduce is
+skipped on non-final accumulation micro-steps (`no_sync`). Rank 0 alone writes checkpoints, logs and progress.
+Without those variables (WORLD_SIZE unset or 1) nothing here touches `torch.distributed`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class DistContext:
+    """This process's place in the job; the defaults are a single process."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def pick_device(name: str = "auto", local_rank: int = 0) -> torch.device:
+    """Device "cpu", "cuda", "cuda:N", or "auto": this rank's GPU when CUDA is available, else the CPU."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(name)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"train.device={name} but CUDA is not available")
+        if device.index is None:
+            device = torch.device("cuda", local_rank)
+    return device
+
+
+def init_distributed(device: str = "auto") -> DistContext:
+    """Read torchrun's environment and join the process group when WORLD_SIZE > 1."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank, local_rank = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
+    chosen = pick_device(device, local_rank)
+    if world_size <= 1:
+        return DistContext(device=chosen)
+    import torch.distributed as dist
+
+    if chosen.type == "cuda":
+        torch.cuda.set_device(chosen)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if chosen.type == "cuda" else "gloo")
+    return DistContext(rank=rank, world_size=world_size, local_rank=local_rank, device=chosen)
+
+
+def wrap_model(model: nn.Module, ctx: DistContext) -> nn.Module:
+    """DistributedDataParallel around `model` when distributed, else the model itself."""
+    if not ctx.distributed:
+        return model
+    from torch.nn.parallel import DistributedDataParallel
+
+    device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
+    return DistributedDataParallel(model, device_ids=device_ids)
+
+
+def unwrap_model(model: nn.Module) -> nn.Module:
+    """The model inside DDP and/or torch.compile wrappers."""
+    model = getattr(model, "_orig_mod", model)
+    model = getattr(model, "module", model)
+    return getattr(model, "_orig_mod", model)
+
+
+@contextlib.contextmanager
+def no_sync(model: nn.Module, skip_sync: bool) -> Iterator[None]:
+    """Skip DDP's gradient all-reduce for this backward (non-final micro-steps of an accumulated update)."""
+    inner = getattr(model, "_orig_mod", model)
+    if skip_sync and hasattr(inner, "no_sync"):
+        with inner.no_sync():
+            yield
+    else:
+        yield
+
+
+def all_reduce_sum(values: list[float], ctx: DistContext) -> list[float]:
+    """Sum a few numbers over all ranks (float64 on the communication device)."""
+    if not ctx.distributed:
+        return list(values)
+    import torch.distributed as dist
+
+    tensor = torch.tensor(values, dtype=torch.float64, device=ctx.device)
+    dist.all_reduce(tensor)
+    return tensor.tolist()
+
+
+def all_gather_object(obj: Any, ctx: DistContext) -> list[Any]:
+    """Every rank's `obj`, in rank order (e.g. per-rank RNG states for a checkpoint)."""
+    if not ctx.distributed:
+        return [obj]
+    import torch.distributed as dist
+
+    gathered: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(gathered, obj)
+    return gathered
+
+
+def barrier(ctx: DistContext) -> None:
+    if ctx.distributed:
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+def shutdown(ctx: DistContext) -> None:
+    if ctx.distributed:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+__all__ = [
+    "DistContext",
+    "all_gather_object",
+    "all_reduce_sum",
+    "barrier",
+    "init_distributed",
+    "no_sync",
+    "pick_device",
+    "shutdown",
+    "unwrap_model",
+    "wrap_model",
+]

@@ -1,0 +1,94 @@
+"""A training run from a `RunConfig` (what `aiayn train` and `aiayn demo` call): prepare the data if needed,
+build the model, resume from the run directory's last checkpoint if there is one, and train (section 5)."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from aiayn.config import RunConfig, build_run_config, dump_run_config
+from aiayn.data import ParallelDataset, prepare, resolve_data_dir
+from aiayn.model import Transformer
+from aiayn.model.pretrained import atomic_write_bytes, read_config
+from aiayn.training.checkpoint import clean_temporaries, latest_checkpoint
+from aiayn.training.distributed import DistContext, barrier, init_distributed, shutdown
+from aiayn.training.trainer import Trainer, TrainState
+
+RUN_CONFIG_FILE = "config.yaml"
+
+
+def ensure_data(run: RunConfig, ctx: DistContext) -> Path:
+    """The binarized directory `data.dir`, prepared first (by rank 0) when missing and raw prefixes are given."""
+    d = run.data
+    data_dir = Path(d.dir)
+    if not data_dir.exists():
+        if not (d.train_prefix and d.valid_prefix):
+            raise FileNotFoundError(
+                f"data.dir {data_dir} does not exist; run `aiayn prepare --out {data_dir} ...` first or set "
+                "data.train_prefix and data.valid_prefix so that `aiayn train` prepares it"
+            )
+        if ctx.is_main:
+            raw = resolve_data_dir(d.raw_dir)
+            prepare(
+                d.src_lang, d.tgt_lang, raw / d.train_prefix, raw / d.valid_prefix, data_dir, d.vocab_size,
+                test=[raw / prefix for prefix in d.test_prefixes], max_len=d.max_len, filter_train=True,
+                progress=run.train.progress,
+            )  # fmt: skip
+        barrier(ctx)
+    return data_dir
+
+
+def _check_same_model(checkpoint: Path, config: RunConfig) -> None:
+    saved, _ = read_config(checkpoint)
+    differ = [k for k, v in saved.to_dict().items() if config.model.to_dict()[k] != v]
+    if differ:
+        fields = ", ".join(f"model.{k}: {getattr(saved, k)!r} -> {getattr(config.model, k)!r}" for k in differ)
+        raise ValueError(f"{checkpoint} was trained with a different model ({fields}); use another train.out_dir")
+
+
+def train(run: RunConfig, resume: bool = True) -> TrainState:
+    """Train per `run`; continue from the last checkpoint in `train.out_dir` when there is one (`resume`)."""
+    ctx = init_distributed(run.train.device)
+    try:
+        if run.train.threads:
+            torch.set_num_threads(run.train.threads)
+        data_dir = ensure_data(run, ctx)
+        train_set = ParallelDataset(data_dir, run.data.train_split)
+        valid_set = ParallelDataset(data_dir, run.data.valid_split)
+        vocab = train_set.vocab_size
+        run = build_run_config(run.to_dict())  # a copy, then the vocabulary the data fixes:
+        run = RunConfig(run.model.with_overrides(src_vocab_size=vocab, tgt_vocab_size=vocab), run.data, run.train,
+                        run.decode)  # fmt: skip
+        out_dir = Path(run.train.out_dir)
+        checkpoint = latest_checkpoint(out_dir)
+        if checkpoint is not None and not resume:
+            raise FileExistsError(f"{out_dir} already has checkpoints ({checkpoint.name}); choose another out_dir")
+        if checkpoint is not None:
+            _check_same_model(checkpoint, run)
+
+        seed = run.train.seed
+        torch.manual_seed(seed)  # the same initial weights on every rank
+        model = Transformer(run.model)
+        torch.manual_seed(seed + 10_000 * (ctx.rank + 1))  # dropout: a different stream per rank
+        random.seed(seed + ctx.rank)
+        np.random.seed(seed + ctx.rank)
+        trainer = Trainer(model, run, train_set, valid_set, ctx)
+        if ctx.is_main:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            clean_temporaries(out_dir)
+            atomic_write_bytes(out_dir / RUN_CONFIG_FILE, dump_run_config(run).encode())
+        barrier(ctx)
+        if checkpoint is not None:
+            trainer.restore(checkpoint)
+            if ctx.is_main:
+                print(f"resumed from {checkpoint} (update {trainer.state.step})", file=sys.stderr)
+        return trainer.fit()
+    finally:
+        shutdown(ctx)
+
+
+__all__ = ["RUN_CONFIG_FILE", "ensure_data", "train"]

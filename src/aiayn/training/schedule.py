@@ -1,0 +1,39 @@
+"""Learning-rate schedule of section 5.3, eq. 3:
+
+    lrate = d_model^-0.5 * min(step_num^-0.5, step_num * warmup_steps^-1.5)
+
+a linear warmup for `warmup_steps` updates, then decay proportional to the inverse square root of the step;
+the peak, at step_num = warmup_steps, is (d_model * warmup_steps)^-0.5. `scale` multiplies the whole
+(1.0 is the paper; small corpora often use 2). Update k (counted from 1) uses lrate(k).
+"""
+
+from __future__ import annotations
+
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LambdaLR
+
+
+def inverse_sqrt_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
+    """Eq. 3 at update `step` (1-based); 0 at step 0."""
+    if step <= 0:
+        return 0.0
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def inverse_sqrt_schedule(optimizer: Optimizer, d_model: int, warmup: int, scale: float = 1.0) -> LambdaLR:
+    """A LambdaLR that sets every parameter group's lr to eq. 3 before each update.
+
+    Call `scheduler.step()` after each `optimizer.step()`. After k calls the lr is lrate(k + 1), the rate of
+    the next update; the optimizer's own lr is overwritten. Its state_dict is plain numbers (weights_only).
+    """
+    for group in optimizer.param_groups:
+        group["lr"] = 1.0  # LambdaLR multiplies this base by the lambda
+        group.pop("initial_lr", None)
+
+    def eq3(completed: int) -> float:
+        return inverse_sqrt_lr(completed + 1, d_model, warmup, scale)
+
+    return LambdaLR(optimizer, eq3)
+
+
+__all__ = ["inverse_sqrt_lr", "inverse_sqrt_schedule"]

@@ -1,0 +1,293 @@
+"""The training loop of section 5, knowing the model only by its protocol (`model(src, tgt_in) -> logits`,
+`save_pretrained`/`from_pretrained` for checkpoints).
+
+One update (5.1-5.3): `update_freq` token-budget micro-batches of this rank's shard of the epoch, each
+forward + label-smoothed loss (5.4) + backward, the gradients summed (all-reduced by DDP on the last one only),
+then Adam(0.9, 0.98, 1e-9) at the learning rate of eq. 3. The loss of an update is normalised by the number of
+target tokens of the whole update over all ranks, known in advance from the batch plan, so 1 process
+accumulating k micro-batches and k processes taking one each compute the same gradient.
+
+Everything the loop depends on is in `TrainState` and the checkpoint (`aiayn.training.checkpoint`): the batch
+plan is a function of (seed, epoch), so a resumed run replays exactly the updates the uninterrupted one made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from aiayn.config import RunConfig
+from aiayn.data import ParallelDataset, TokenBudgetBatches, load_batch
+from aiayn.evaluation import perplexity
+from aiayn.training import checkpoint as ckpt
+from aiayn.training.distributed import DistContext, all_gather_object, all_reduce_sum, barrier, no_sync, wrap_model
+from aiayn.training.loss import label_smoothed_nll_loss
+from aiayn.training.metrics_log import MetricsLog
+from aiayn.training.schedule import inverse_sqrt_schedule
+from aiayn.training.validation import validation_bleu, validation_loss
+
+
+@dataclass
+class TrainState:
+    step: int = 0  # updates done
+    epoch: int = 1  # the epoch being trained (1-based)
+    epoch_updates: int = 0  # updates done in `epoch`: the data position
+    best_valid_loss: float = math.inf
+    train_seconds: float = 0.0  # wall time over all resumptions
+
+
+def resolve_precision(name: str, device: torch.device) -> torch.dtype:
+    """auto: bf16 on a GPU that supports it, else fp32; fp16 (with a gradient scaler) needs CUDA."""
+    if name == "auto":
+        name = "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    if name == "fp16" and device.type != "cuda":
+        raise ValueError("train.precision=fp16 needs a CUDA device; use bf16 or fp32")
+    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+class Trainer:
+    def __init__(
+        self,
+        model: nn.Module,
+        run: RunConfig,
+        train_set: ParallelDataset,
+        valid_set: ParallelDataset,
+        ctx: DistContext | None = None,
+    ) -> None:
+        self.ctx = ctx = ctx or DistContext()
+        self.model = model.to(ctx.device)  # the bare model: checkpoints, validation, BLEU
+        self.run, self.cfg = run, run.train
+        self.train_set, self.valid_set = train_set, valid_set
+        c = self.cfg
+        if not (c.max_updates or c.max_epochs or c.max_minutes):
+            raise ValueError("set at least one of train.max_updates, train.max_epochs, train.max_minutes")
+        self.optimizer = torch.optim.Adam(
+            model.parameters(),
+            betas=(c.adam_beta1, c.adam_beta2),
+            eps=c.adam_eps,
+            weight_decay=c.weight_decay,
+            fused=True if ctx.device.type == "cuda" else None,
+        )
+        self.scheduler = inverse_sqrt_schedule(self.optimizer, run.model.d_model, c.warmup, c.lr_scale)
+        self.dtype = resolve_precision(c.precision, ctx.device)
+        self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=self.dtype == torch.float16)
+        self.batches = TokenBudgetBatches(
+            train_set.src_lengths, train_set.tgt_lengths, run.data.max_tokens, c.seed, True, run.data.max_sentences
+        )
+        self._tgt_tokens = train_set.tgt_lengths.astype(np.int64) + 1  # target positions per pair (with EOS)
+        self.net = wrap_model(model, ctx)  # what forward/backward go through
+        if c.compile:
+            self.net = torch.compile(self.net)
+        self.state = TrainState()
+        self.out_dir = Path(c.out_dir)
+        self.log = MetricsLog(self.out_dir, enabled=ctx.is_main, tensorboard=c.tensorboard)
+        self._plan: tuple[int, list[list[list[int]]], list[int]] = (0, [], [])
+        self._pending: list[tuple[torch.Tensor, torch.Tensor, int, int]] = []
+        self._last = {"valid": -1, "bleu": -1, "save": -1}
+        self._bleu_ok = c.bleu
+        self._lr = 0.0
+
+    # --- the loop --------------------------------------------------------------------------------------------
+
+    def fit(self) -> TrainState:
+        s = self.state
+        self._clock = time.perf_counter() - s.train_seconds
+        self._log_clock = time.perf_counter()
+        show = self.cfg.progress and self.ctx.is_main
+        total = self.cfg.max_updates or None
+        self.bar = tqdm(total=total, initial=s.step, unit="upd", file=sys.stderr, disable=not show)
+        while (reason := self._stop_reason()) is None:
+            groups, tokens = self._epoch_plan(s.epoch)
+            u = s.epoch_updates
+            self._update(groups[u], tokens[u])
+            s.step, s.epoch_updates = s.step + 1, u + 1
+            epoch_end = s.epoch_updates >= len(groups)
+            if epoch_end:
+                s.epoch, s.epoch_updates = s.epoch + 1, 0
+            self._after_update(epoch_end)
+        self._finish(reason)
+        return s
+
+    def _epoch_plan(self, epoch: int) -> tuple[list[list[list[int]]], list[int]]:
+        """This rank's micro-batches grouped per update, and each update's target tokens over all ranks."""
+        if self._plan[0] != epoch:
+            W, F = self.ctx.world_size, self.cfg.update_freq
+            batches = self.batches.epoch(epoch)
+            mine = TokenBudgetBatches.shard(batches, self.ctx.rank, W)  # positions rank, rank + W, ...
+            counts = [int(self._tgt_tokens[b].sum()) for b in batches[: len(mine) * W]]
+            groups = [mine[k : k + F] for k in range(0, len(mine), F)]
+            tokens = [sum(counts[u * F * W : (u + 1) * F * W]) for u in range(len(groups))]
+            if not groups:
+                raise ValueError(f"epoch {epoch} has no batches for {W} rank(s); the training split is too small")
+            self._plan = (epoch, groups, tokens)
+        return self._plan[1], self._plan[2]
+
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        return torch.autocast(self.ctx.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32)
+
+    def _update(self, group: list[list[int]], global_tokens: int) -> None:
+        run, ctx = self.run, self.ctx
+        self.net.train()
+        loss_sum = nll_sum = torch.zeros((), device=ctx.device)
+        src_tokens = tgt_tokens = 0
+        for i, indices in enumerate(group):
+            batch = load_batch(self.train_set, indices).to(ctx.device, non_blocking=True)
+            with no_sync(self.net, skip_sync=i < len(group) - 1):
+                with self._autocast():
+                    logits = self.net(batch.src, batch.tgt_in)
+                    loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, run.model.eps_ls, run.model.pad_id)
+                self.scaler.scale(loss * (ctx.world_size / global_tokens)).backward()  # DDP divides by W
+            loss_sum, nll_sum = loss_sum + loss.detach(), nll_sum + nll
+            src_tokens, tgt_tokens = src_tokens + batch.src_tokens, tgt_tokens + batch.tgt_tokens
+        if self.cfg.clip_norm:
+            self.scaler.unscale_(self.optimizer)
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        self._lr = self.scheduler.get_last_lr()[0]
+        self.scheduler.step()
+        self._pending.append((loss_sum, nll_sum, src_tokens, tgt_tokens))
+
+    def _after_update(self, epoch_end: bool) -> None:
+        c, step = self.cfg, self.state.step
+        self.bar.update()
+        if step % c.log_every == 0:
+            self._log_train()
+        if (c.valid_every and step % c.valid_every == 0) or (epoch_end and not c.valid_every):
+            self._validate()
+        if self._bleu_ok and ((c.bleu_every and step % c.bleu_every == 0) or (epoch_end and not c.bleu_every)):
+            self._bleu()
+        if c.save_every and step % c.save_every == 0:
+            self._save()
+
+    def _stop_reason(self) -> str | None:
+        c, s = self.cfg, self.state
+        if c.max_updates and s.step >= c.max_updates:
+            return "max_updates"
+        if c.max_epochs and s.epoch > c.max_epochs:
+            return "max_epochs"
+        if c.max_minutes:
+            late = float(time.perf_counter() - self._clock >= 60 * c.max_minutes)
+            if all_reduce_sum([late], self.ctx)[0] > 0:  # every rank stops at the same update
+                return "max_minutes"
+        return None
+
+    def _finish(self, reason: str) -> None:
+        step = self.state.step
+        if self._pending:
+            self._log_train()
+        if self._last["valid"] != step:
+            self._validate()
+        if self._bleu_ok and self._last["bleu"] != step:
+            self._bleu()
+        if self._last["save"] != step:
+            self._save()
+        self.log.write({"kind": "end", "step": step, "reason": reason, "elapsed_s": self.state.train_seconds})
+        self.bar.close()
+        self.log.close()
+
+    # --- logging, validation, checkpoints -------------------------------------------------------------------
+
+    def _log_train(self) -> None:
+        loss = sum(p[0] for p in self._pending).item()  # type: ignore[union-attr]
+        nll = sum(p[1] for p in self._pending).item()  # type: ignore[union-attr]
+        src, tgt = sum(p[2] for p in self._pending), sum(p[3] for p in self._pending)
+        loss, nll, src, tgt = all_reduce_sum([loss, nll, src, tgt], self.ctx)
+        now = time.perf_counter()
+        seconds, self._log_clock, self._pending = max(now - self._log_clock, 1e-9), now, []
+        s = self.state
+        record = {
+            "kind": "train", "step": s.step, "epoch": s.epoch, "loss": loss / tgt, "nll_loss": nll / tgt,
+            "ppl": perplexity(nll / tgt), "lr": self._lr, "src_tokens": int(src), "tgt_tokens": int(tgt),
+            "tgt_tokens_per_s": tgt / seconds, "tokens_per_s": (src + tgt) / seconds,
+            "elapsed_s": now - self._clock,
+        }  # fmt: skip
+        self.log.write(record)
+        self.bar.set_postfix(loss=f"{record['loss']:.3f}", ppl=f"{record['ppl']:.1f}", lr=f"{self._lr:.2e}",
+                             tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)  # fmt: skip
+
+    def _validate(self) -> None:
+        run, s = self.run, self.state
+        result = validation_loss(
+            self.model, self.valid_set, run.data.max_tokens, run.model.eps_ls, run.model.pad_id, self.ctx,
+            self._autocast,
+        )  # fmt: skip
+        self._last["valid"] = s.step
+        self.log.write({"kind": "valid", "step": s.step, "epoch": s.epoch, **result})
+        best = result["loss"] < s.best_valid_loss
+        if self.ctx.is_main:
+            self.bar.write(f"step {s.step}: valid loss {result['loss']:.4f} ppl {result['ppl']:.2f}{' (best)' * best}")
+        if best:
+            s.best_valid_loss = result["loss"]
+            if self.ctx.is_main:
+                info = {"step": s.step, "epoch": s.epoch, "valid_loss": result["loss"], "valid_ppl": result["ppl"]}
+                ckpt.save_checkpoint(self.out_dir, ckpt.BEST_NAME, self.model, info, self.train_set.tokenizer_path)
+
+    def _bleu(self) -> None:
+        self._last["bleu"] = self.state.step
+        if not self.ctx.is_main:
+            return
+        n = self.cfg.bleu_max_sentences
+        score = validation_bleu(self.model, self.valid_set, self.run.decode, n, warn=self.bar.write)
+        if score is None:
+            self._bleu_ok = False  # warned once; not retried
+            return
+        self.log.write({"kind": "bleu", "step": self.state.step, "bleu": score.score, "signature": score.signature,
+                        "sentences": min(n, len(self.valid_set))})  # fmt: skip
+        self.bar.write(f"step {self.state.step}: valid BLEU {score.score:.2f} on {n} sentences ({score.signature})")
+
+    def _save(self) -> None:
+        if self._pending:
+            self._log_train()
+        s, c = self.state, self.cfg
+        s.train_seconds = time.perf_counter() - self._clock
+        rng = all_gather_object(ckpt.capture_rng(), self.ctx)
+        if self.ctx.is_main:
+            state = {
+                **vars(s), "world_size": self.ctx.world_size, "update_freq": c.update_freq, "rng": rng,
+                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,
+            }  # fmt: skip
+            info = {"step": s.step, "epoch": s.epoch, "best_valid_loss": s.best_valid_loss}
+            tokenizer = self.train_set.tokenizer_path
+            ckpt.save_checkpoint(self.out_dir, ckpt.checkpoint_name(s.step), self.model, info, tokenizer, state)
+            ckpt.prune_checkpoints(self.out_dir, c.keep_last)
+        barrier(self.ctx)
+        self._last["save"] = s.step
+
+    def restore(self, checkpoint: str | Path) -> None:
+        """Continue from a checkpoint: weights, optimizer, schedule, data position and RNG states."""
+        saved = ckpt.load_training_state(checkpoint)
+        ckpt.load_model_weights(self.model, checkpoint)
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        if saved["scaler"] is not None and self.scaler.is_enabled():
+            self.scaler.load_state_dict(saved["scaler"])
+        for key in vars(self.state):
+            setattr(self.state, key, saved[key])
+        same_layout = (saved["world_size"], saved["update_freq"]) == (self.ctx.world_size, self.cfg.update_freq)
+        if same_layout:
+            ckpt.restore_rng(saved["rng"][self.ctx.rank])
+        else:  # the data position is approximate: the same number of pairs, not the same batches
+            done = saved["epoch_updates"] * saved["world_size"] * saved["update_freq"]
+            self.state.epoch_updates = done // (self.ctx.world_size * self.cfg.update_freq)
+            torch.manual_seed(self.cfg.seed + 10_000 * (self.ctx.rank + 1) + self.state.step)
+            if self.ctx.is_main:
+                layout = f"world_size x update_freq = {saved['world_size']} x {saved['update_freq']}"
+                print(f"warning: {checkpoint} was written with {layout}; this resume is not exact", file=sys.stderr)
+        self._last["save"] = self.state.step
+        if self.ctx.is_main:
+            self.log.truncate_after(self.state.step)
+
+
+__all__ = ["TrainState", "Trainer", "resolve_precision"]

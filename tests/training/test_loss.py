@@ -1,0 +1,81 @@
+"""Label smoothing (section 5.4) against a direct computation from its definition."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from aiayn.training.loss import count_targets, label_smoothed_nll_loss
+
+PAD = 0
+
+
+def direct(logits: torch.Tensor, target: torch.Tensor, eps: float) -> tuple[float, float]:
+    """H(q, p) summed over non-pad positions, q = (1 - eps) one-hot + eps / V, p = softmax in float64."""
+    z = logits.double().reshape(-1, logits.size(-1))
+    p = z.exp() / z.exp().sum(-1, keepdim=True)
+    V = z.size(1)
+    loss = nll = 0.0
+    for row, y in zip(p, target.reshape(-1).tolist()):
+        if y == PAD:
+            continue
+        q = torch.full((V,), eps / V, dtype=torch.float64)
+        q[y] += 1 - eps
+        loss += float(-(q * row.log()).sum())
+        nll += float(-row[y].log())
+    return loss, nll
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.3])
+def test_equals_definition(eps: float, generator: torch.Generator) -> None:
+    logits = torch.randn(3, 5, 11, generator=generator) * 3
+    target = torch.randint(1, 11, (3, 5), generator=generator)
+    target[0, 3:] = PAD
+    target[2, 1:] = PAD
+    loss, nll = label_smoothed_nll_loss(logits, target, eps, PAD)
+    expected_loss, expected_nll = direct(logits, target, eps)
+    assert loss.item() == pytest.approx(expected_loss, rel=1e-5)
+    assert nll.item() == pytest.approx(expected_nll, rel=1e-5)
+
+
+def test_matches_pytorch_variant(generator: torch.Generator) -> None:
+    """The variant chosen is PyTorch's: eps spread over all V classes, true class and pad included."""
+    logits = torch.randn(40, 23, generator=generator)
+    target = torch.randint(0, 23, (40,), generator=generator)
+    loss, _ = label_smoothed_nll_loss(logits, target, 0.1, PAD)
+    reference = F.cross_entropy(logits, target, ignore_index=PAD, label_smoothing=0.1, reduction="sum")
+    torch.testing.assert_close(loss, reference)
+
+
+def test_eps_zero_is_cross_entropy(generator: torch.Generator) -> None:
+    logits = torch.randn(2, 7, 13, generator=generator)
+    target = torch.randint(1, 13, (2, 7), generator=generator)
+    target[1, 4:] = PAD
+    loss, nll = label_smoothed_nll_loss(logits, target, 0.0, PAD)
+    reference = F.cross_entropy(logits.reshape(-1, 13), target.reshape(-1), ignore_index=PAD, reduction="sum")
+    torch.testing.assert_close(loss, reference)
+    torch.testing.assert_close(nll, reference)
+
+
+def test_padding_is_ignored_and_gets_no_gradient(generator: torch.Generator) -> None:
+    logits = torch.randn(2, 6, 9, generator=generator, requires_grad=True)
+    target = torch.randint(1, 9, (2, 6), generator=generator)
+    target[0, 2:] = PAD
+    loss, _ = label_smoothed_nll_loss(logits, target, 0.1, PAD)
+    changed = logits.detach().clone()
+    changed[0, 2:] = 100 * torch.randn(4, 9, generator=generator)  # padded positions: anything
+    same, _ = label_smoothed_nll_loss(changed, target, 0.1, PAD)
+    torch.testing.assert_close(loss, same)
+    loss.backward()
+    assert torch.all(logits.grad[0, 2:] == 0) and torch.any(logits.grad[0, :2] != 0)
+    assert count_targets(target, PAD) == 2 + 6
+
+
+def test_bf16_logits_are_computed_in_float32(generator: torch.Generator) -> None:
+    logits = torch.randn(4, 5, 17, generator=generator)
+    target = torch.randint(1, 17, (4, 5), generator=generator)
+    low, _ = label_smoothed_nll_loss(logits.bfloat16(), target, 0.1, PAD)
+    assert low.dtype == torch.float32
+    expected, _ = direct(logits.bfloat16().float(), target, 0.1)
+    assert low.item() == pytest.approx(expected, rel=1e-5)

@@ -1,0 +1,57 @@
+"""Learning rate of section 5.3, eq. 3, at several steps, through the optimizer it drives."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aiayn.training.schedule import inverse_sqrt_lr, inverse_sqrt_schedule
+
+
+def eq3(step: int, d_model: int, warmup: int) -> float:
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+@pytest.mark.parametrize("step", [1, 2, 100, 3999, 4000, 4001, 10_000, 100_000])
+def test_function_is_eq3(step: int) -> None:
+    assert inverse_sqrt_lr(step, 512, 4000) == pytest.approx(eq3(step, 512, 4000), rel=1e-12)
+    assert inverse_sqrt_lr(step, 128, 1000, scale=2.0) == pytest.approx(2 * eq3(step, 128, 1000), rel=1e-12)
+
+
+def test_peak_at_warmup() -> None:
+    peak = inverse_sqrt_lr(4000, 512, 4000)
+    assert peak == pytest.approx((512 * 4000) ** -0.5, rel=1e-12)  # ~7.0e-4 for the base model
+    assert inverse_sqrt_lr(3999, 512, 4000) < peak and inverse_sqrt_lr(4001, 512, 4000) < peak
+    assert inverse_sqrt_lr(0, 512, 4000) == 0.0
+
+
+def test_scheduler_sets_the_rate_of_each_update() -> None:
+    """Update k (1-based) runs at lrate(k); the scheduler steps after the optimizer."""
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([param], lr=123.0, betas=(0.9, 0.98), eps=1e-9)
+    scheduler = inverse_sqrt_schedule(optimizer, d_model=512, warmup=40, scale=1.0)
+    seen = []
+    for _ in range(120):
+        seen.append(optimizer.param_groups[0]["lr"])
+        param.grad = torch.ones(1)
+        optimizer.step()
+        scheduler.step()
+    for k in (1, 2, 39, 40, 41, 120):
+        assert seen[k - 1] == pytest.approx(eq3(k, 512, 40), rel=1e-12)
+    assert max(seen) == seen[39]
+
+
+def test_scheduler_state_round_trip() -> None:
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([param])
+    scheduler = inverse_sqrt_schedule(optimizer, 256, 100, 2.0)
+    for _ in range(7):
+        optimizer.step()
+        scheduler.step()
+    fresh_optimizer = torch.optim.Adam([param])
+    fresh = inverse_sqrt_schedule(fresh_optimizer, 256, 100, 2.0)
+    fresh_optimizer.load_state_dict(optimizer.state_dict())
+    fresh.load_state_dict(scheduler.state_dict())
+    optimizer.step(), scheduler.step(), fresh_optimizer.step(), fresh.step()
+    assert fresh_optimizer.param_groups[0]["lr"] == optimizer.param_groups[0]["lr"]
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(2 * eq3(9, 256, 100), rel=1e-12)
