@@ -69,7 +69,8 @@ def validation_bleu(
     was_training = model.training
     model.eval()
     try:
-        translator: Any = Translator(model, Tokenizer.from_file(dataset.tokenizer_path), decode)
+        device = str(next(model.parameters()).device)  # decode where the model trains
+        translator: Any = Translator(model, Tokenizer.from_file(dataset.tokenizer_path), decode, device=device)
         hypotheses = translator.translate(sources)
     finally:
         model.train(was_training)
