@@ -1,0 +1,84 @@
+"""Greedy decoding (section 6.1 without the beam): at each step the single most probable token.
+
+Also the loop behind sampling (`aiayn.decoding.sampling`): rows are independent, each extended by one chosen
+token per step; a row ends at EOS (or at its maximum length, where EOS is forced) and is dropped from the
+batch and the cache at once, so finished sentences cost nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from aiayn.config import DecodeConfig
+from aiayn.decoding.hypothesis import Hypothesis, insert_nbest
+from aiayn.decoding.length_penalty import normalised_score
+from aiayn.decoding.limits import constrain_, output_length_limits
+from aiayn.decoding.state import start_decoder
+from aiayn.model import Transformer
+
+Chooser = Callable[[Tensor], Tensor]  # masked logits [R,V] -> chosen ids [R]
+
+
+def argmax_chooser(logits: Tensor) -> Tensor:
+    return logits.argmax(dim=-1)
+
+
+@torch.inference_mode()
+def decode_rows(
+    model: Transformer, src: Tensor, config: DecodeConfig, copies: int, choose: Chooser
+) -> list[list[Hypothesis]]:
+    """`copies` independent rows per sentence of src [B,S]; returns per sentence the best `nbest`, best first."""
+    c = model.config
+    memory = model.encode(src)
+    batch = src.size(0)
+    max_len = output_length_limits(memory.mask, config, c).repeat_interleave(copies)  # [R]
+    steps = int(max_len.max()) + 1  # the last step can only predict EOS
+    state = start_decoder(model, memory, copies, steps + 1, config.use_cache, config.need_attention)
+    source_lengths = memory.mask.sum(dim=1).tolist()
+    rows = batch * copies
+    sentence = torch.arange(batch, device=src.device).repeat_interleave(copies)  # [R] input sentence of each row
+    tokens = torch.full((rows,), c.bos_id, dtype=torch.long, device=src.device)
+    log_prob = torch.zeros(rows, device=src.device)
+    history = torch.empty(rows, steps, dtype=torch.long, device=src.device)  # [R, t] output ids so far
+    attention = memory.hidden.new_zeros(rows, steps, src.size(1)) if config.need_attention else None
+    results: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    for t in range(steps):
+        logits, weights = state.step(tokens)
+        logits = logits.float()
+        normaliser = logits.logsumexp(dim=-1)  # log P(y) = logit(y) - logsumexp(logits)
+        constrain_(logits, t, config, c, at_max=max_len == t)
+        chosen = choose(logits)  # [R]
+        log_prob += logits.gather(1, chosen[:, None]).squeeze(1) - normaliser
+        history[:, t] = chosen
+        if attention is not None:
+            attention[:, t] = weights
+        ended = chosen == c.eos_id
+        if not bool(ended.any()):
+            tokens = chosen
+            continue
+        for r in ended.nonzero().squeeze(1).tolist():
+            i = int(sentence[r])
+            weights_r = None if attention is None else attention[r, : t + 1, : source_lengths[i]].clone()
+            score = normalised_score(float(log_prob[r]), t + 1, config.lenpen, config.lenpen_form)
+            hypothesis = Hypothesis(history[r, :t].tolist(), score, float(log_prob[r]), weights_r)
+            insert_nbest(results[i], hypothesis, config.nbest)
+        keep = (~ended).nonzero().squeeze(1)
+        if keep.numel() == 0:
+            break
+        state.reorder(keep, source_changed=True)
+        tokens, log_prob, history = chosen[keep], log_prob[keep], history[keep]
+        max_len, sentence = max_len[keep], sentence[keep]
+        if attention is not None:
+            attention = attention[keep]
+    return results
+
+
+def greedy_search(model: Transformer, src: Tensor, config: DecodeConfig) -> list[list[Hypothesis]]:
+    """The argmax token at each step, one hypothesis per sentence of src [B,S] (ids + EOS, right-padded)."""
+    return decode_rows(model, src, config, copies=1, choose=argmax_chooser)
+
+
+__all__ = ["Chooser", "argmax_chooser", "decode_rows", "greedy_search"]

@@ -1,0 +1,93 @@
+"""The decoder side of a search (section 3.2.3 / 6.1): one step of next-token logits per row, reorderable.
+
+Searches depend only on this small protocol, so the same search runs on
+
+- `CachedDecoderState`: the model's incremental protocol. The encoder output and the encoder-decoder keys and
+  values are computed once (`Transformer.init_cache`); each step feeds one token per row and appends its
+  self-attention keys/values; beams are re-ranked with `KVCache.reorder(rows, source_changed=False)` (the
+  cross keys/values of a sentence's beams are identical, so they are not copied), and rows of finished
+  sentences are dropped with a shrinking `reorder`.
+- `RecomputeDecoderState`: the naive decoder, which runs the whole prefix through the decoder at every step
+  (cost quadratic in the output length); a reference for tests and the benchmark's baseline.
+
+Rows are sentence-major: row i * copies + j is copy j (a beam, or a sample) of sentence i.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+from aiayn.model import EncoderOutput, Transformer
+
+
+class DecoderState(Protocol):
+    def step(self, tokens: Tensor) -> tuple[Tensor, Tensor | None]:
+        """tokens [R] (the last output of each row) -> (logits [R,V], cross-attention [R,S] or None)."""
+        ...
+
+    def reorder(self, rows: Tensor, source_changed: bool) -> None:
+        """Keep rows `rows` (back-pointers; fewer rows when sentences finish)."""
+        ...
+
+
+def _last_cross_attention(cross_attentions: list[Tensor]) -> Tensor:
+    return cross_attentions[-1][:, :, -1].mean(dim=1)  # last layer, last position: [R,h,T,S] -> [R,S]
+
+
+class CachedDecoderState:
+    def __init__(
+        self, model: Transformer, memory: EncoderOutput, copies: int, capacity: int, need_weights: bool = False
+    ) -> None:
+        self.model = model
+        self.need_weights = need_weights
+        self.cache = model.init_cache(memory, capacity=capacity)  # cross K/V: once per sentence
+        if copies > 1:
+            rows = torch.arange(memory.hidden.size(0), device=memory.hidden.device).repeat_interleave(copies)
+            self.cache.reorder(rows, source_changed=True)
+
+    def step(self, tokens: Tensor) -> tuple[Tensor, Tensor | None]:
+        if self.need_weights:
+            logits, _, out = self.model.step(tokens, self.cache, need_weights=True)
+            return logits, _last_cross_attention(out.cross_attentions)
+        logits, _ = self.model.step(tokens, self.cache)
+        return logits, None
+
+    def reorder(self, rows: Tensor, source_changed: bool) -> None:
+        self.cache.reorder(rows, source_changed=source_changed)
+
+
+class RecomputeDecoderState:
+    def __init__(self, model: Transformer, memory: EncoderOutput, copies: int, need_weights: bool = False) -> None:
+        self.model = model
+        self.need_weights = need_weights
+        rows = torch.arange(memory.hidden.size(0), device=memory.hidden.device).repeat_interleave(copies)
+        self.memory = EncoderOutput(memory.hidden.index_select(0, rows), memory.mask.index_select(0, rows), [])
+        self.prefix = torch.empty(rows.numel(), 0, dtype=torch.long, device=rows.device)  # [R,t], from BOS
+
+    def step(self, tokens: Tensor) -> tuple[Tensor, Tensor | None]:
+        self.prefix = torch.cat([self.prefix, tokens[:, None]], dim=1)
+        out = self.model.decode(self.prefix, self.memory, need_weights=self.need_weights, project=False)
+        logits = self.model.project(out.hidden[:, -1])
+        return logits, _last_cross_attention(out.cross_attentions) if self.need_weights else None
+
+    def reorder(self, rows: Tensor, source_changed: bool) -> None:
+        self.prefix = self.prefix.index_select(0, rows)
+        if source_changed or rows.numel() != self.memory.mask.size(0):
+            self.memory = EncoderOutput(
+                self.memory.hidden.index_select(0, rows), self.memory.mask.index_select(0, rows), []
+            )
+
+
+def start_decoder(
+    model: Transformer, memory: EncoderOutput, copies: int, capacity: int, use_cache: bool, need_weights: bool
+) -> DecoderState:
+    """A decoder state with `copies` rows per sentence of `memory`."""
+    if use_cache:
+        return CachedDecoderState(model, memory, copies, capacity, need_weights)
+    return RecomputeDecoderState(model, memory, copies, need_weights)
+
+
+__all__ = ["CachedDecoderState", "DecoderState", "RecomputeDecoderState", "start_decoder"]

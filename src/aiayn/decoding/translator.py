@@ -1,0 +1,150 @@
+"""Text in, text out (section 6.1): tokenize, batch by a token budget, search, detokenize.
+
+    translator = Translator.from_pretrained("runs/m30k/checkpoint-best")
+    translator.translate(["A man rides a bike."], beam=4)          # -> ["Ein Mann fährt Fahrrad."]
+
+Sentences are sorted by length and cut into batches of at most `max_tokens` padded source positions, so a
+batch holds sentences of similar length (little padding, and no short sentence waits for a long one); the
+results come back in input order. An empty (or all-whitespace) sentence translates to the empty string without
+running the model. A sentence longer than the model accepts is truncated (`on_long_line="truncate"`, noted in
+`Translation.truncated_from`) or refused with a `LongInputError` naming it (`on_long_line="error"`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+from tqdm import tqdm
+
+from aiayn.config import DecodeConfig, with_overrides
+from aiayn.data import TOKENIZER_FILENAME, Tokenizer
+from aiayn.decoding.search import generate
+from aiayn.model import Transformer
+
+
+class LongInputError(ValueError):
+    """A sentence has more subword tokens than the model accepts; `index` is its 0-based position."""
+
+    def __init__(self, index: int, length: int, limit: int) -> None:
+        super().__init__(
+            f"sentence {index + 1} has {length} subword tokens, more than the limit of {limit} "
+            "(truncate it, or decode with on_long_line='truncate')"
+        )
+        self.index, self.length, self.limit = index, length, limit
+
+
+@dataclass
+class Translation:
+    """One source sentence's n-best translations, best first."""
+
+    source: str
+    hypotheses: list[str] = field(default_factory=list)  # detokenized text
+    scores: list[float] = field(default_factory=list)  # length-normalised log-probabilities
+    log_probs: list[float] = field(default_factory=list)
+    pieces: list[list[str]] = field(default_factory=list)  # subword pieces of each hypothesis (no BOS/EOS)
+    source_pieces: list[str] = field(default_factory=list)  # what the model read, EOS excluded
+    attentions: list[Tensor | None] = field(default_factory=list)  # [len(pieces)+1, len(source_pieces)+1]
+    truncated_from: int | None = None  # the original subword length, when the source was truncated
+
+    @property
+    def text(self) -> str:
+        return self.hypotheses[0] if self.hypotheses else ""
+
+
+def make_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
+    """Indices of non-empty sources (length > 0, EOS not counted) sorted longest first and cut so that
+    n * max(length + 1) <= max_tokens (a longer single sentence still gets a batch of its own)."""
+    order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and (len(batches[-1]) + 1) * (lengths[batches[-1][0]] + 1) <= max_tokens:
+            batches[-1].append(i)  # sorted longest first: the batch's first sentence is its longest
+        else:
+            batches.append([i])
+    return batches
+
+
+class Translator:
+    def __init__(
+        self, model: Transformer, tokenizer: Tokenizer, config: DecodeConfig | None = None, device: str = "cpu"
+    ) -> None:
+        if tokenizer.vocab_size != model.config.src_vocab_size:
+            raise ValueError(
+                f"tokenizer has {tokenizer.vocab_size} pieces but the model's vocabulary is "
+                f"{model.config.src_vocab_size}; they do not belong together"
+            )
+        self.device = torch.device(device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.config = config or DecodeConfig()
+
+    @classmethod
+    def from_pretrained(cls, model_dir: str | Path, device: str = "cpu", **decode_overrides: Any) -> Translator:
+        """Load a model directory: config.json + model.safetensors + tokenizer.model."""
+        model = Transformer.from_pretrained(model_dir, map_location=device)
+        tokenizer = Tokenizer.from_file(Path(model_dir) / TOKENIZER_FILENAME)
+        config = with_overrides(DecodeConfig(), decode_overrides, section="decode")
+        return cls(model, tokenizer, config, device)
+
+    def source_limit(self, config: DecodeConfig | None = None) -> int:
+        """The most subword tokens of one source sentence (its EOS not counted)."""
+        positions = (config or self.config).max_source_positions
+        if self.model.config.positional == "learned":
+            positions = min(positions, self.model.config.max_positions)
+        return positions - 1
+
+    def translate(self, sentences: Sequence[str], **overrides: Any) -> list[str]:
+        """The best translation of each sentence, in input order; keyword arguments override DecodeConfig."""
+        return [t.text for t in self.translate_detailed(sentences, **overrides)]
+
+    def translate_detailed(
+        self, sentences: Sequence[str], progress: bool = False, **overrides: Any
+    ) -> list[Translation]:
+        """n-best translations with scores, pieces and (with need_attention=True) attention, in input order."""
+        if isinstance(sentences, str):
+            raise TypeError("translate takes a list of sentences, not one string")
+        config = with_overrides(self.config, overrides, section="decode")
+        ids = self.tokenizer.encode_batch(list(sentences)) if sentences else []
+        limit = self.source_limit(config)
+        results = [Translation(source=s) for s in sentences]
+        for i, sentence_ids in enumerate(ids):
+            if len(sentence_ids) > limit:
+                if config.on_long_line == "error":
+                    raise LongInputError(i, len(sentence_ids), limit)
+                results[i].truncated_from = len(sentence_ids)
+                ids[i] = sentence_ids[:limit]
+            results[i].source_pieces = self.tokenizer.pieces(ids[i])
+        batches = make_batches([len(x) for x in ids], config.max_tokens)
+        with tqdm(total=sum(map(len, batches)), disable=not progress, unit="sent", desc="translate") as bar:
+            for batch in batches:
+                nbest = generate(self.model, self._source_tensor([ids[i] for i in batch]), config)
+                for i, hypotheses in zip(batch, nbest):
+                    self._fill(results[i], hypotheses)
+                bar.update(len(batch))
+        return results
+
+    def _source_tensor(self, batch: list[list[int]]) -> Tensor:
+        """ids + [EOS], right-padded with PAD: [B,S] on the translator's device."""
+        c = self.model.config
+        src = torch.full((len(batch), max(map(len, batch)) + 1), c.pad_id, dtype=torch.long)
+        for row, sentence_ids in enumerate(batch):
+            src[row, : len(sentence_ids)] = torch.tensor(sentence_ids, dtype=torch.long)
+            src[row, len(sentence_ids)] = c.eos_id
+        return src.to(self.device)
+
+    def _fill(self, result: Translation, hypotheses: list) -> None:
+        for hypothesis in hypotheses:
+            result.hypotheses.append(self.tokenizer.decode(hypothesis.tokens))
+            result.scores.append(hypothesis.score)
+            result.log_probs.append(hypothesis.log_prob)
+            result.pieces.append(self.tokenizer.pieces(hypothesis.tokens))
+            attention = hypothesis.attention
+            result.attentions.append(None if attention is None else attention.cpu())
+
+
+__all__ = ["LongInputError", "Translation", "Translator", "make_batches"]
