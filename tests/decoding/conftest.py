@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 import torch
 
 from aiayn.config import ModelConfig
@@ -48,3 +51,10 @@ def random_sources(batch: int, max_len: int, vocab: int, seed: int = 0) -> torch
         src[row, :n] = torch.randint(4, vocab, (n,), generator=generator)
         src[row, n] = 2
     return src
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory) -> Path:
+    from tests.decoding.model_dir import build_model_dir
+
+    return build_model_dir(tmp_path_factory.mktemp("decoding"))

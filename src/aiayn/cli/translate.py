@@ -1,0 +1,174 @@
+"""`aiayn translate`: one translation per input line (section 6.1 decoding), in input order.
+
+    aiayn translate --model DIR [--input FILE] [--output FILE] [--beam 4] [--greedy] [--lenpen 0.6]
+                    [--lenpen-form gnmt|power] [--nbest N] [--max-len-a 1] [--max-len-b 50]
+
+Reads --input (or stdin, to its end), writes --output (atomically) or stdout. An empty line gives an empty
+line. A line with more subword tokens than the model accepts is truncated with a warning naming its line
+number, or, with --on-long-line error, stops the run with an error naming it. Input must be UTF-8; a bad
+byte is reported with its line number.
+
+With --nbest N > 1 each input line gives N lines in fairseq's n-best style,
+
+    I ||| HYPOTHESIS ||| SCORE
+
+where I is the 0-based input line index and SCORE the length-normalised log-probability (the beam's
+ranking score); an empty input line gives the single line "I |||  ||| 0.0000".
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from aiayn.config import DecodeConfig
+
+HELP = "translate text with a model directory (beam search, section 6.1): one output line per input line"
+
+DEFAULTS = DecodeConfig()
+
+
+def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
+    """Search flags shared by `translate` and `evaluate` (defaults: section 6.1)."""
+    group = parser.add_argument_group("search (section 6.1)")
+    group.add_argument("--beam", type=int, default=DEFAULTS.beam, help="beam size (default: %(default)s)")
+    group.add_argument("--greedy", action="store_true", help="greedy search instead of beam search")
+    group.add_argument("--lenpen", type=float, default=DEFAULTS.lenpen, help="length penalty alpha (default: 0.6)")
+    group.add_argument(
+        "--lenpen-form",
+        choices=("gnmt", "power"),
+        default=DEFAULTS.lenpen_form,
+        help="gnmt: ((5+|Y|)/6)^alpha (Wu et al., the paper's); power: |Y|^alpha (fairseq/HF)",
+    )
+    group.add_argument("--max-len-a", type=float, default=DEFAULTS.max_len_a, help="max length a*|x|+b: a")
+    group.add_argument("--max-len-b", type=int, default=DEFAULTS.max_len_b, help="max length a*|x|+b: b")
+    group.add_argument("--min-len", type=int, default=DEFAULTS.min_len, help="minimum output tokens")
+    group.add_argument(
+        "--max-tokens", type=int, default=DEFAULTS.max_tokens, help="padded source tokens per batch (budget)"
+    )
+    group.add_argument(
+        "--max-source-positions",
+        type=int,
+        default=DEFAULTS.max_source_positions,
+        help="longest source in subwords incl. EOS (also capped by a model with learned positions)",
+    )
+    group.add_argument(
+        "--on-long-line",
+        choices=("truncate", "error"),
+        default=DEFAULTS.on_long_line,
+        help="an over-long line is truncated with a warning, or is an error (default: truncate)",
+    )
+    group.add_argument("--sampling", action="store_true", help="sample --beam outputs per line instead of search")
+    group.add_argument("--temperature", type=float, default=DEFAULTS.temperature)
+    group.add_argument("--top-k", type=int, default=DEFAULTS.top_k, help="sample among the k best (0: all)")
+    group.add_argument("--top-p", type=float, default=DEFAULTS.top_p, help="nucleus sampling mass (1: all)")
+    group.add_argument("--seed", type=int, default=DEFAULTS.seed, help="random seed of sampling")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+
+
+def decode_overrides(args: argparse.Namespace, nbest: int = 1) -> dict[str, object]:
+    return dict(
+        beam=args.beam,
+        greedy=args.greedy,
+        lenpen=args.lenpen,
+        lenpen_form=args.lenpen_form,
+        max_len_a=args.max_len_a,
+        max_len_b=args.max_len_b,
+        min_len=args.min_len,
+        nbest=nbest,
+        max_tokens=args.max_tokens,
+        max_source_positions=args.max_source_positions,
+        on_long_line=args.on_long_line,
+        sampling=args.sampling,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n\n")[0]
+    parser.add_argument("--model", required=True, type=Path, help="model directory (config, weights, tokenizer)")
+    parser.add_argument("--input", type=Path, help="input text, one sentence per line (default: stdin)")
+    parser.add_argument("--output", type=Path, help="write here, atomically (default: stdout)")
+    parser.add_argument("--nbest", type=int, default=1, help="hypotheses per line, as 'I ||| HYP ||| SCORE' lines")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or warnings on stderr")
+    add_decode_arguments(parser)
+
+
+def read_lines(path: Path | None) -> tuple[list[str], str]:
+    """Lines of a UTF-8 file (or stdin) without their line ends, and the name to cite in messages."""
+    name = str(path) if path is not None else "<stdin>"
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(f"{path}: input file not found")
+    data = path.read_bytes() if path is not None else sys.stdin.buffer.read()
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ValueError(f"{name}:{line}: invalid UTF-8 ({error.reason} at byte {error.start})") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final line end
+    return [line.removesuffix("\r") for line in lines], name
+
+
+def translate_lines(translator, lines: list[str], name: str, quiet: bool, progress: bool, **overrides):
+    """Translations of `lines`; warnings and errors about over-long lines cite `name:line`."""
+    from aiayn.decoding import LongInputError
+
+    try:
+        results = translator.translate_detailed(lines, progress=progress, **overrides)
+    except LongInputError as error:
+        raise ValueError(
+            f"{name}:{error.index + 1}: the line has {error.length} subword tokens, more than the model's limit "
+            f"of {error.limit} (use --on-long-line truncate to translate its beginning)"
+        ) from None
+    limit = translator.source_limit(translator.config)
+    for line, result in enumerate(results, start=1):
+        if result.truncated_from is not None and not quiet:
+            print(
+                f"aiayn translate: warning: {name}:{line}: {result.truncated_from} subword tokens exceed the "
+                f"model's limit of {limit}; translated the first {limit}",
+                file=sys.stderr,
+            )
+    return results
+
+
+def format_output(results, nbest: int) -> str:
+    out = []
+    for index, result in enumerate(results):
+        if nbest == 1:
+            out.append(result.text.replace("\n", " "))
+            continue
+        if not result.hypotheses:
+            out.append(f"{index} |||  ||| 0.0000")
+        for hypothesis, score in zip(result.hypotheses, result.scores):
+            out.append(f"{index} ||| {hypothesis.replace(chr(10), ' ')} ||| {score:.4f}")
+    return "".join(line + "\n" for line in out)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from aiayn.decoding import Translator
+    from aiayn.model.pretrained import atomic_write_bytes
+
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    lines, name = read_lines(args.input)
+    overrides = decode_overrides(args, nbest=args.nbest)
+    translator = Translator.from_pretrained(args.model, device=args.device, **overrides)
+    progress = args.input is not None and not args.quiet
+    results = translate_lines(translator, lines, name, args.quiet, progress)
+    text = format_output(results, args.nbest)
+    if args.output is not None:
+        atomic_write_bytes(args.output, text.encode("utf-8"))
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0

@@ -1,0 +1,44 @@
+"""A model directory for translator and CLI tests: a sentencepiece model trained on a few hundred Multi30k
+lines and a tiny random Transformer over its vocabulary (learned positions, max_positions=24, so a long line
+is over-long)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aiayn.data import TOKENIZER_FILENAME, Tokenizer, resolve_data_dir
+from tests.decoding.conftest import peaky_model
+
+MAX_POSITIONS = 24  # learned positions: sources of at most 23 subwords + EOS
+
+
+def multi30k_dir() -> Path:
+    folder = resolve_data_dir() / "multi30k"
+    if not (folder / "train.en").is_file():
+        folder = Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k"
+    if not (folder / "train.en").is_file():
+        pytest.skip("Multi30k not found; set AIAYN_DATA_DIR")
+    return folder
+
+
+def build_model_dir(root: Path) -> Path:
+    source = multi30k_dir()
+    sample = root / "sample.txt"
+    lines = []
+    for lang in ("en", "de"):
+        with (source / f"train.{lang}").open(encoding="utf-8") as handle:
+            lines += [next(handle) for _ in range(300)]
+    sample.write_text("".join(lines), encoding="utf-8")
+    model_dir = root / "model"
+    model_dir.mkdir()
+    tokenizer = Tokenizer.train([sample], vocab_size=400, model_path=model_dir / TOKENIZER_FILENAME, threads=1)
+    model = peaky_model(tokenizer.vocab_size, seed=3, eos_shift=3.0, positional="learned", max_positions=MAX_POSITIONS)
+    model.save_pretrained(model_dir)
+    return model_dir
+
+
+def multi30k_test_sentences(count: int = 12) -> list[str]:
+    with (multi30k_dir() / "test2016.en").open(encoding="utf-8") as handle:
+        return [next(handle).rstrip("\n") for _ in range(count)]
