@@ -8,6 +8,7 @@ same command trains data-parallel on N processes.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 HELP = "train a translation model from a YAML config (resumes the run directory's last checkpoint)"
@@ -46,5 +47,6 @@ def run(args: argparse.Namespace) -> int:
     from aiayn.training.run import train
 
     state = train(config, resume=not args.no_resume)
-    print(f"trained {state.step} updates ({state.epoch - 1} full epochs); run directory {config.train.out_dir}")
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 speaks
+        print(f"trained {state.step} updates ({state.epoch - 1} full epochs); run directory {config.train.out_dir}")
     return 0
