@@ -37,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     attention.add_argument("--head", type=int, default=1, help="head of the zoom and three-panel figures, from 1")
     attention.add_argument("--query", type=int, help="query position (0-based) of the three-panel figure")
+    attention.add_argument(
+        "--decode",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="search setting for the translation, e.g. --decode beam=1 (default: section 6.1's beam 4)",
+    )
     attention.add_argument("--name", default="attention", help="file name prefix (default: attention)")
 
     positional = figures.add_parser("positional", help="sinusoidal positional encodings (3.5)")
@@ -71,12 +78,16 @@ def _attention(args: argparse.Namespace) -> list[Path]:
     if args.target is not None:
         target, how = tokenizer.encode(args.target), "given target"
     else:
-        target, how = translation_ids(model, tokenizer, args.text), "model's translation"
+        overrides = dict(pair.partition("=")[::2] for pair in args.decode)
+        if any("=" not in pair for pair in args.decode):
+            raise ValueError(f"--decode expects FIELD=VALUE, got {args.decode}")
+        target, how = translation_ids(model, tokenizer, args.text, **overrides), "model's translation"
     maps = pair_maps(model, tokenizer, args.text, target)
     layers = len(model.encoder.layers)
     layer = (args.layer if args.layer is not None else min(layers, model.config.decoder_layers)) - 1
-    caption = f"{args.text}  →  {tokenizer.decode(target)}  ({how})"
-    print(f"target ({how}): {tokenizer.decode(target)}")
+    translation = "".join(ch if ch.isprintable() else "\ufffd" for ch in tokenizer.decode(target))
+    caption = f"{args.text}  →  {translation}  ({how})"
+    print(f"target ({how}): {translation}")
     return attention_figures(model, maps, args.out, layer, args.head - 1, args.query, args.name, caption)
 
 

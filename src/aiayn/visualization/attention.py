@@ -49,9 +49,7 @@ def _masked(weights: np.ndarray, kind: Kind) -> np.ma.MaskedArray:
 def _cmap():
     from matplotlib import colormaps
 
-    cmap = colormaps["viridis"].copy()
-    cmap.set_bad("#dddddd")
-    return cmap
+    return colormaps["viridis"].with_extremes(bad="#dddddd")
 
 
 def plot_grid(maps: AttentionMaps, kind: Kind, sentence: str = "") -> Figure:
@@ -190,6 +188,12 @@ def attention_figures(
     caption: str = "",
 ) -> list[Path]:
     """Write the grid, zoom and three-panel figures of all three attention kinds; returns the files."""
+    for kind in KINDS:
+        layers, heads = maps.weights(kind).shape[:2]
+        if not 0 <= layer < layers:
+            raise ValueError(f"layer {layer + 1} is out of range: the {TITLES[kind]} has {layers} layers")
+        if not 0 <= head < heads:
+            raise ValueError(f"head {head + 1} is out of range: the model has h={heads} heads")
     written: list[Path] = []
     for kind in KINDS:
         written += save_figure(plot_grid(maps, kind, caption), out_dir, f"{name}_grid_{kind}")
