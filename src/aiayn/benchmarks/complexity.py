@@ -68,6 +68,8 @@ FIELDS = {
     "layers.*.forward_flops": "per n: forward floating-point operations (2 per multiply-add) of the layer",
     "layers.*.exponent_large_n": "fitted p over n >= config.fit_from (log-log least squares)",
     "layers.*.r2_large_n": "R^2 of that fit",
+    "layers.*.flop_exponent_large_n": "the same fit to forward_flops: the growth the FLOP count predicts over "
+    "that range (below 2 for the attention layer while its O(n d^2) projections still count)",
     "layers.*.exponent_small_n": "fitted p over n < config.fit_from (null if fewer than two points)",
     "crossover.measured_n": "first n (log-log interpolated) where the attention layer is slower than the LSTM; "
     "null if attention is cheaper over the whole range",
@@ -203,6 +205,10 @@ def measure_layers(args: argparse.Namespace, lengths: list[int]) -> dict[str, di
             **entry,
             "exponent_large_n": fit["exponent"],
             "r2_large_n": fit["r2"],
+            "flop_exponent_large_n": fit_exponent(
+                [n for n in lengths if n >= args.fit_from],
+                [f for n, f in zip(lengths, entry["forward_flops"]) if n >= args.fit_from],
+            )["exponent"],
             "exponent_small_n": fit_exponent(*zip(*small))["exponent"] if len(small) >= 2 else None,
         }
     return results

@@ -77,16 +77,17 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"Growth exponents p (time ~ n^p), fitted over n >= {c['fit_from']}, next to Table 1:",
         "",
-        "| layer | Table 1 complexity | sequential ops | max path length | expected p | measured p (large n) "
-        "| measured p (small n) |",
-        "|---|---|---|---|---:|---:|---:|",
+        "| layer | Table 1 complexity | sequential ops | max path length | expected p | FLOP-count p (large n) "
+        "| measured p (large n) | measured p (small n) |",
+        "|---|---|---|---|---:|---:|---:|---:|",
     ]
     for name, entry in layers.items():
         small = entry["exponent_small_n"]
         complexity = entry["table1_complexity"].replace("k ", f"k={k} ") if name == "convolution" else None
         lines.append(
             f"| {NAMES[name]} | {complexity or entry['table1_complexity']} | {entry['table1_sequential_operations']} "
-            f"| {entry['table1_max_path_length']} | {entry['expected_exponent']} | {entry['exponent_large_n']:.2f} "
+            f"| {entry['table1_max_path_length']} | {entry['expected_exponent']} "
+            f"| {entry['flop_exponent_large_n']:.2f} | {entry['exponent_large_n']:.2f} "
             f"| {'-' if small is None else f'{small:.2f}'} |"
         )
     measured = cross["measured_n"]
@@ -217,6 +218,7 @@ def plot(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
             "Sequential ops",
             "Max path length",
             "Expected p in n",
+            f"FLOP-count p (n ≥ {c['fit_from']})",
             f"Measured p (n ≥ {c['fit_from']})",
         ]
         rows = []
@@ -231,6 +233,7 @@ def plot(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
                     entry["table1_sequential_operations"],
                     entry["table1_max_path_length"],
                     str(entry["expected_exponent"]),
+                    f"{entry['flop_exponent_large_n']:.2f}",
                     f"{entry['exponent_large_n']:.2f}",
                 ]
             )

@@ -1,0 +1,269 @@
+"""Training throughput (section 5.2 reports the paper's step times: 0.4 s base, 1.0 s big on 8 P100s).
+
+For each model size, one training step (forward, label-smoothed loss, backward, Adam update) on the same
+synthetic batch of ~4,096 target tokens is timed for
+
+    aiayn                  this package's Transformer
+    torch.nn.Transformer   the same architecture assembled from PyTorch's module (tied embeddings, sinusoids)
+    hf-marian              Hugging Face `MarianMTModel` of the same size (if transformers is installed)
+
+each in its own fresh process (so peak memory is its own), round-robin over `--rounds` rounds, keeping each
+one's best round (the CPU may be shared). Reported: target and total (source + target) tokens/s, peak memory
+(RSS on CPU, max allocated on CUDA), and model FLOPs utilisation: 3 x forward FLOPs (`flops_per_token`) per
+second over the machine's fp32 matmul rate, measured in the same run.
+
+    aiayn bench training --sizes tiny,base --threads 2
+    python -m aiayn.benchmarks.training --sizes tiny --steps 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from typing import Any
+
+import torch
+from torch import nn
+
+from aiayn.config import ModelConfig, preset
+
+IMPLEMENTATIONS = ("aiayn", "torch.nn.Transformer", "hf-marian")
+
+
+def model_config(size: str, vocab: int) -> ModelConfig:
+    return preset(size, src_vocab_size=vocab, tgt_vocab_size=vocab)
+
+
+def synthetic_batch(batch: int, length: int, vocab: int, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """src, tgt_in, tgt_out [batch, length]: ids in [4, vocab), lengths length-4..length as in a
+    length-bucketed batch, right-padded with 0; tgt_in starts with BOS=1, tgt_out ends with EOS=2."""
+    g = torch.Generator().manual_seed(seed)
+    positions = torch.arange(length)[None, :]
+
+    def side(shift: int) -> tuple[torch.Tensor, torch.Tensor]:
+        lengths = torch.randint(length - 4, length + 1, (batch,), generator=g)
+        ids = torch.randint(4, vocab, (batch, length + shift), generator=g)
+        return ids, lengths
+
+    src_ids, src_len = side(0)
+    src_ids[positions == (src_len[:, None] - 1)] = 2
+    src = src_ids.masked_fill(positions >= src_len[:, None], 0)
+    body, tgt_len = side(0)
+    tgt_in = torch.cat([torch.ones(batch, 1, dtype=torch.long), body[:, :-1]], 1).masked_fill(
+        positions >= tgt_len[:, None], 0
+    )
+    tgt_out = body.clone()
+    tgt_out[positions == (tgt_len[:, None] - 1)] = 2
+    tgt_out = tgt_out.masked_fill(positions >= tgt_len[:, None], 0)
+    return src, tgt_in, tgt_out
+
+
+class TorchNNTransformer(nn.Module):
+    """The paper's model assembled from `torch.nn.Transformer` (post-norm), tied embeddings, sinusoids."""
+
+    def __init__(self, c: ModelConfig, max_len: int = 512) -> None:
+        super().__init__()
+        self.d_model = c.d_model
+        self.embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
+        nn.init.normal_(self.embed.weight, std=c.d_model**-0.5)
+        position = torch.arange(max_len)[:, None]
+        inv = torch.exp(torch.arange(0, c.d_model, 2) * (-torch.log(torch.tensor(10000.0)) / c.d_model))
+        pe = torch.zeros(max_len, c.d_model)
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(position * inv), torch.cos(position * inv)
+        self.register_buffer("pe", pe, persistent=False)
+        self.dropout = nn.Dropout(c.P_drop)
+        self.core = nn.Transformer(
+            c.d_model, c.h, c.N, c.decoder_layers, c.d_ff, c.P_drop, batch_first=True, norm_first=c.norm_first
+        )
+
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.embed(ids) * self.d_model**0.5 + self.pe[: ids.size(1)])
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        pad = src == 0
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1))
+        hidden = self.core(
+            self._embed(src), self._embed(tgt_in), tgt_mask=causal, src_key_padding_mask=pad,
+            memory_key_padding_mask=pad, tgt_is_causal=True,
+        )  # fmt: skip
+        return hidden @ self.embed.weight.T
+
+
+def build(impl: str, c: ModelConfig) -> tuple[nn.Module, Any]:
+    """The model and a function (src, tgt_in, tgt_out) -> summed label-smoothed loss."""
+    import torch.nn.functional as F
+
+    if impl == "aiayn":
+        from aiayn.model import Transformer
+        from aiayn.training.loss import label_smoothed_nll_loss
+
+        model: nn.Module = Transformer(c)
+        return model, lambda s, ti, to: label_smoothed_nll_loss(model(s, ti), to, c.eps_ls, c.pad_id)[0]
+
+    def smoothed(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        V = logits.size(-1)
+        return F.cross_entropy(logits.reshape(-1, V).float(), target.reshape(-1), ignore_index=c.pad_id,
+                               label_smoothing=c.eps_ls, reduction="sum")  # fmt: skip
+
+    if impl == "torch.nn.Transformer":
+        model = TorchNNTransformer(c)
+        return model, lambda s, ti, to: smoothed(model(s, ti), to)
+    if impl == "hf-marian":
+        from transformers import MarianConfig, MarianMTModel
+
+        config = MarianConfig(
+            vocab_size=c.src_vocab_size, decoder_vocab_size=c.tgt_vocab_size, d_model=c.d_model,
+            encoder_layers=c.N, decoder_layers=c.decoder_layers, encoder_attention_heads=c.h,
+            decoder_attention_heads=c.h, encoder_ffn_dim=c.d_ff, decoder_ffn_dim=c.d_ff, dropout=c.P_drop,
+            attention_dropout=0.0, activation_dropout=0.0, activation_function="relu", max_position_embeddings=512,
+            scale_embedding=True, pad_token_id=c.pad_id, eos_token_id=c.eos_id, decoder_start_token_id=c.bos_id,
+            share_encoder_decoder_embeddings=True, tie_word_embeddings=True,
+        )  # fmt: skip
+        model = MarianMTModel(config)
+
+        def loss(s: torch.Tensor, ti: torch.Tensor, to: torch.Tensor) -> torch.Tensor:
+            return smoothed(model(input_ids=s, attention_mask=s != c.pad_id, decoder_input_ids=ti).logits, to)
+
+        return model, loss
+    raise ValueError(f"unknown implementation {impl!r}; choose from {', '.join(IMPLEMENTATIONS)}")
+
+
+def measure_step(impl: str, size: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run in a fresh process: time `steps` training steps after `warmup` ones."""
+    import resource
+
+    torch.set_num_threads(args["threads"])
+    device = torch.device(args["device"])
+    torch.manual_seed(0)
+    c = model_config(size, args["vocab"])
+    model, loss_fn = build(impl, c)
+    model.to(device).train()
+    if args["compile"]:
+        model = torch.compile(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    batch = [t.to(device) for t in synthetic_batch(args["batch"], args["length"], args["vocab"])]
+    times = []
+    for k in range(args["warmup"] + args["steps"]):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        loss = loss_fn(*batch)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if k >= args["warmup"]:
+            times.append(time.perf_counter() - start)
+    if device.type == "cuda":
+        peak = torch.cuda.max_memory_allocated(device) / 2**20
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux -> MiB
+    return {"step_s": statistics.median(times), "peak_mib": peak}
+
+
+def matmul_gflops(threads: int, device: str, n: int = 2048, repeats: int = 5) -> float:
+    """The machine's fp32 matmul rate: best of `repeats` n x n x n products (2 n^3 FLOPs each)."""
+    torch.set_num_threads(threads)
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    best = float("inf")
+    for _ in range(repeats + 1):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        a @ b
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9
+
+
+def _available(impl: str) -> bool:
+    if impl != "hf-marian":
+        return True
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sizes", default="tiny,base", help="comma-separated presets (default: tiny,base)")
+    parser.add_argument("--impls", default=",".join(IMPLEMENTATIONS), help="comma-separated implementations")
+    parser.add_argument("--vocab", type=int, default=8000, help="shared vocabulary size (default: 8000)")
+    parser.add_argument("--batch", type=int, default=128, help="sentences per batch (default: 128)")
+    parser.add_argument("--length", type=int, default=32, help="longest sentence; lengths vary by 4 (default: 32)")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps per measurement (default: 1)")
+    parser.add_argument("--steps", type=int, default=3, help="timed steps per measurement (default: 3)")
+    parser.add_argument("--rounds", type=int, default=2, help="round-robin repeats; best kept (default: 2)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile every model")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    impls = [i.strip() for i in args.impls.split(",") if i.strip() and _available(i.strip())]
+    settings = {k: getattr(args, k) for k in ("vocab", "batch", "length", "threads", "device", "warmup", "steps")}
+    settings["compile"] = args.compile
+    src, _, tgt_out = synthetic_batch(args.batch, args.length, args.vocab)
+    src_tokens, tgt_tokens = int((src != 0).sum()), int((tgt_out != 0).sum())
+    gflops = matmul_gflops(args.threads, args.device)
+    spawn = multiprocessing.get_context("spawn")
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    for _ in range(args.rounds):
+        for size in sizes:
+            for impl in impls:
+                with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
+                    result = pool.submit(measure_step, impl, size, settings).result()
+                key = (size, impl)
+                if key not in best or result["step_s"] < best[key]["step_s"]:
+                    best[key] = result
+                print(f"  {size:<5} {impl:<21} {result['step_s']:.3f} s/step", file=sys.stderr, flush=True)
+    rows = []
+    for size in sizes:
+        c = model_config(size, args.vocab)
+        with torch.device("meta"):
+            from aiayn.model import Transformer
+
+            flops = Transformer(c).flops_per_token(args.length - 2, args.length - 2)
+        step_flops = 3 * (flops["encoder_per_source_token"] * src_tokens + flops["decoder_per_target_token"] * tgt_tokens)
+        fastest_peer = min((best[(size, i)]["step_s"] for i in impls if i != "aiayn"), default=None)
+        for impl in impls:
+            r = best[(size, impl)]
+            rows.append({
+                "size": size, "impl": impl, "step_s": r["step_s"], "tgt_tokens_per_s": tgt_tokens / r["step_s"],
+                "tokens_per_s": (src_tokens + tgt_tokens) / r["step_s"], "peak_mib": r["peak_mib"],
+                "mfu": step_flops / r["step_s"] / (gflops * 1e9),
+                "speedup_vs_fastest_peer": fastest_peer / r["step_s"] if fastest_peer else None,
+            })  # fmt: skip
+    report = {"matmul_gflops": gflops, "src_tokens": src_tokens, "tgt_tokens": tgt_tokens, **settings, "rows": rows}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"fp32 matmul: {gflops:.0f} GFLOP/s ({args.threads} threads, {args.device}); batch {args.batch} x "
+          f"{args.length}: {src_tokens} source + {tgt_tokens} target tokens; vocab {args.vocab}")  # fmt: skip
+    print(f"{'size':<6}{'implementation':<22}{'s/step':>8}{'tgt tok/s':>11}{'tok/s':>9}{'peak MiB':>10}{'MFU':>7}"
+          f"{'vs fastest peer':>17}")  # fmt: skip
+    for r in rows:
+        ratio = f"{r['speedup_vs_fastest_peer']:.2f}x" if r["speedup_vs_fastest_peer"] else "-"
+        print(f"{r['size']:<6}{r['impl']:<22}{r['step_s']:>8.3f}{r['tgt_tokens_per_s']:>11.0f}{r['tokens_per_s']:>9.0f}"
+              f"{r['peak_mib']:>10.0f}{r['mfu']:>7.1%}{ratio:>17}")  # fmt: skip
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m aiayn.benchmarks.training", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
