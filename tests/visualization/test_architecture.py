@@ -24,7 +24,7 @@ def test_numbers_come_from_the_config() -> None:
         "37,000 × 512",
         "Linear  512 → 37,000",
         "Add & Norm",
-        "one shared embedding matrix",
+        "one shared\nembedding matrix",
         "post-norm (3.1)",
         "sinusoidal (3.5)",
         "63,082,496",
@@ -54,7 +54,7 @@ def test_numbers_come_from_the_config() -> None:
         "learned (Table 3 E)",
     ):
         assert expected in other, expected
-    assert "one shared embedding matrix" not in other
+    assert "one shared\nembedding matrix" not in other
     assert "tied: pre-softmax" in other
     assert "tied: pre-softmax" not in texts(preset("tiny", tie_output=False))
 

@@ -47,7 +47,7 @@ def test_lines_plot_the_logged_values(tmp_path: Path) -> None:
     lines = {(ax.get_title().split(" ")[0], line.get_label()): line for ax in fig.axes for line in ax.lines}
     lr = lines[("Learning", "train")]
     assert list(lr.get_ydata()) == [r["lr"] for r in records if r["kind"] == "train"]
-    assert list(lines[("Validation", "bleu")].get_ydata()) == [5.0, 10.0, 15.0, 20.0]
+    assert list(lines[("Validation", "valid")].get_ydata()) == [5.0, 10.0, 15.0, 20.0]
     ppl = lines[("Perplexity", "train")]  # derived from nll_loss when ppl is not logged
     assert ppl.get_ydata()[0] == pytest.approx(math.exp(5 / math.log(100)))
     assert list(lines[("Perplexity", "valid")].get_ydata()) == [17.5, 15.0, 12.5, 10.0]

@@ -65,7 +65,7 @@ def _arrow(ax: Axes, points: list[tuple[float, float]], color: str = "#333333", 
 
 def _sublayers(c: ModelConfig, decoder: bool) -> list[tuple[str, str]]:
     heads = f"h = {c.h}, d_k = {c.d_k}, d_v = {c.d_v}"
-    ffn = (f"Feed Forward  (eq. 2)\n{c.d_model} → d_ff = {c.d_ff} → {c.d_model}, ReLU", "ffn")
+    ffn = (f"Feed Forward  (eq. 2)\nd_ff = {c.d_ff}, ReLU", "ffn")
     if not decoder:
         return [(f"Multi-Head Attention\n{heads}", "attention"), ffn]
     return [
@@ -144,7 +144,15 @@ def _inputs(ax: Axes, c: ModelConfig, x: float, decoder: bool) -> float:
         va="center",
         fontsize=8.5,
     )
-    ax.text(x + 0.1, plus_y + 0.3, f"dropout {c.P_drop}", ha="left", va="bottom", fontsize=7.5, color="#555555")
+    ax.text(
+        x - side * 0.1,
+        plus_y + 0.3,
+        f"dropout {c.P_drop}",
+        ha="right" if decoder else "left",
+        va="bottom",
+        fontsize=7.5,
+        color="#555555",
+    )
     _arrow(ax, [(x, plus_y + 0.2), (x, plus_y + 0.85)])
     return plus_y + 0.85
 
@@ -184,7 +192,9 @@ def plot_architecture(config: ModelConfig, name: str = "") -> Figure:
     tie = "#a0306e"
     if c.share_embeddings:
         ax.plot([x_enc + WIDTH / 2, x_dec - WIDTH / 2], [1.15, 1.15], color=tie, linestyle="--", linewidth=1.3)
-        ax.text((x_enc + x_dec) / 2, 1.22, "one shared embedding matrix", color=tie, ha="center", fontsize=8.5)
+        ax.text(
+            (x_enc + x_dec) / 2, 1.22, "one shared\nembedding matrix", color=tie, ha="center", va="bottom", fontsize=8.5
+        )
     if c.tie_output:
         far = x_dec + WIDTH / 2 + 2.1
         ax.plot(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from aiayn.visualization.style import COLORS, new_figure
 
@@ -94,7 +95,8 @@ def _panel(ax, series: dict[tuple[str, str], Series], quantity: str, title: str,
             continue
         color = COLORS.get(kind, COLORS["grey"] if kind != "bleu" else COLORS["valid"])
         style = dict(marker="o", markersize=3.5) if len(s.steps) < 60 else {}
-        ax.plot(s.steps, s.values, color=color, linewidth=1.4, label=kind, **style)
+        label = "valid" if kind == "bleu" else kind  # BLEU records are validation translations
+        ax.plot(s.steps, s.values, color=color, linewidth=1.4, label=label, **style)
         drawn += 1
     ax.set_title(title)
     ax.set_xlabel("updates")
@@ -122,6 +124,9 @@ def plot_curves(records: list[dict[str, Any]], title: str = "") -> Figure:
     _panel(axes[0][1], series, "ppl", "Perplexity exp(NLL)", "perplexity")
     if any(name == "ppl" for _, name in series):
         axes[0][1].set_yscale("log")
+        plain = FuncFormatter(lambda value, _: f"{value:g}")
+        axes[0][1].yaxis.set_major_formatter(plain)
+        axes[0][1].yaxis.set_minor_formatter(plain)
     _panel(axes[1][0], series, "lr", "Learning rate (eq. 3: warm-up, then 1/sqrt(step))", "learning rate")
     axes[1][0].ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
     _panel(axes[1][1], series, "bleu", "Validation BLEU (sacrebleu)", "BLEU")
