@@ -36,8 +36,8 @@ def trainer_records() -> list[dict]:
         )
         if step % 500 == 0:
             records.append({"kind": "valid", "step": step, "loss": 5.5 / math.log(step), "ppl": 20 - step / 200})
-            records.append({"kind": "bleu", "step": step, "score": step / 100})
-    records.append({"kind": "end", "step": 2000, "wall_time": 210.0})
+            records.append({"kind": "bleu", "step": step, "bleu": step / 100, "signature": "nrefs:1|tok:13a"})
+    records.append({"kind": "end", "step": 2000, "reason": "max_update", "elapsed_s": 210.0})
     return records
 
 
@@ -52,15 +52,22 @@ def test_lines_plot_the_logged_values(tmp_path: Path) -> None:
     assert ppl.get_ydata()[0] == pytest.approx(math.exp(5 / math.log(100)))
     assert list(lines[("Perplexity", "valid")].get_ydata()) == [17.5, 15.0, 12.5, 10.0]
     assert "2,000 updates" in fig._suptitle.get_text() and "0.06 h" in fig._suptitle.get_text()
+    assert "nrefs:1|tok:13a" in [t.get_text() for ax in fig.axes for t in ax.texts]
 
 
 def test_brief_layout_and_missing_keys(tmp_path: Path) -> None:
-    records = [{"update": 1, "split": "train", "loss": 9.0}, {"update": 2, "split": "valid", "loss": 8.0}]
+    records = [
+        {"update": 1, "split": "train", "loss": 9.0},
+        {"update": 2, "split": "valid", "loss": 8.0},
+        {"update": 2, "kind": "bleu", "score": 3.5, "wall_time": 7200.0},
+    ]
     series = collect(read_records(write_log(tmp_path / "m.jsonl", records)))
     assert series[("train", "loss")].values == [9.0] and series[("valid", "loss")].steps == [2.0]
+    assert series[("bleu", "bleu")].values == [3.5]
     fig = plot_curves(read_records(tmp_path / "m.jsonl"))
     empty = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert "no 'lr' in the log" in empty and "no 'bleu' in the log" in empty
+    assert "no 'lr' in the log" in empty and "no 'ppl' in the log" in empty
+    assert "2.00 h wall time" in fig._suptitle.get_text()
 
 
 def test_broken_lines(tmp_path: Path) -> None:

@@ -79,7 +79,7 @@ def plot_grid(maps: AttentionMaps, kind: Kind, sentence: str = "") -> Figure:
 
 
 def plot_zoom(maps: AttentionMaps, kind: Kind, layer: int, head: int) -> Figure:
-    """One (layer, head) with token labels; cells of weight >= 0.1 are printed."""
+    """One (layer, head) with token labels; cells of weight >= 0.1 are printed (".25" = 0.25)."""
     weights = maps.weights(kind)[layer, head].numpy()  # [Tq, Tk]
     rows, cols = label_tokens(maps.query_labels(kind)), label_tokens(maps.key_labels(kind))
     tq, tk = weights.shape
@@ -95,7 +95,9 @@ def plot_zoom(maps: AttentionMaps, kind: Kind, layer: int, head: int) -> Figure:
         for j in range(tk):
             if weights[i, j] >= 0.1:
                 color = "black" if weights[i, j] > 0.6 else "white"
-                ax.text(j, i, f"{weights[i, j]:.1f}", ha="center", va="center", fontsize=6.5, color=color)
+                ax.text(
+                    j, i, f"{weights[i, j]:.2f}".removeprefix("0"), ha="center", va="center", fontsize=6.5, color=color
+                )
     fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
     ax.set_title(f"{TITLES[kind].capitalize()}, layer {layer + 1}, head {head + 1}")
     return fig

@@ -4,13 +4,15 @@ metrics log.
 The log is JSON lines (`metrics.jsonl` in the run directory, written by `aiayn.training.metrics_log`): one
 object per line with the update count under `step` (or `update`) and the record's kind under `kind` (or
 `split`): "train", "valid", "bleu", ... Values are read when present: `loss`, `nll_loss`, `ppl`, `lr`,
-`bleu` (or `score` in a "bleu" record), `tokens_per_s`, `wall_time`. Missing keys leave a panel empty.
+`bleu` (or `score` in a "bleu" record) and its sacrebleu `signature`, `tokens_per_s`, and the run's time in
+`elapsed_s` (or `wall_time`). Missing keys leave a panel empty.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,9 +132,22 @@ def plot_curves(records: list[dict[str, Any]], title: str = "") -> Figure:
     _panel(axes[1][0], series, "lr", "Learning rate (eq. 3: warm-up, then 1/sqrt(step))", "learning rate")
     axes[1][0].ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
     _panel(axes[1][1], series, "bleu", "Validation BLEU (sacrebleu)", "BLEU")
+    signatures = [r["signature"] for r in records if r.get("kind") == "bleu" and isinstance(r.get("signature"), str)]
+    if signatures:
+        axes[1][1].text(
+            0.99,
+            0.02,
+            "\n".join(textwrap.wrap(signatures[-1], 60)),
+            transform=axes[1][1].transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color=COLORS["grey"],
+        )
     last = records[-1]
     notes = [f"{int(last.get('step', last.get('update', 0))):,} updates"]
-    wall = max((r["wall_time"] for r in records if isinstance(r.get("wall_time"), (int, float))), default=None)
+    times = [r.get("elapsed_s", r.get("wall_time")) for r in records]
+    wall = max((t for t in times if isinstance(t, (int, float))), default=None)
     if wall is not None:
         notes.append(f"{wall / 3600:.2f} h wall time")
     throughput = series.get(("train", "tokens_per_s"))
