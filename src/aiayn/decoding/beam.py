@@ -59,7 +59,7 @@ def beam_search(model: Transformer, src: Tensor, config: DecodeConfig) -> list[l
         lprobs = F.log_softmax(logits.float(), dim=-1)
         constrain_(lprobs, t, config, c, at_max=(max_len == t).repeat_interleave(k))
         vocab = lprobs.size(1)
-        candidates = (lprobs.view(b, k, vocab) + scores[:, :, None]).view(b, k * vocab)
+        candidates = lprobs.view(b, k, vocab).add_(scores[:, :, None]).view(b, k * vocab)  # in place: no copy
         top_scores, top_index = candidates.topk(2 * k, dim=1)  # [b, 2k], best first
         top_beam, top_token = top_index // vocab, top_index % vocab
         is_eos = top_token == c.eos_id

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from aiayn.config import DecodeConfig
@@ -19,7 +20,7 @@ from aiayn.decoding.limits import constrain_, output_length_limits
 from aiayn.decoding.state import start_decoder
 from aiayn.model import Transformer
 
-Chooser = Callable[[Tensor], Tensor]  # masked logits [R,V] -> chosen ids [R]
+Chooser = Callable[[Tensor], Tensor]  # masked log-probabilities [R,V] -> chosen ids [R]
 
 
 def argmax_chooser(logits: Tensor) -> Tensor:
@@ -47,11 +48,9 @@ def decode_rows(
     results: list[list[Hypothesis]] = [[] for _ in range(batch)]
     for t in range(steps):
         logits, weights = state.step(tokens)
-        logits = logits.float()
-        normaliser = logits.logsumexp(dim=-1)  # log P(y) = logit(y) - logsumexp(logits)
-        constrain_(logits, t, config, c, at_max=max_len == t)
-        chosen = choose(logits)  # [R]
-        log_prob += logits.gather(1, chosen[:, None]).squeeze(1) - normaliser
+        lprobs = constrain_(F.log_softmax(logits.float(), dim=-1), t, config, c, at_max=max_len == t)
+        chosen = choose(lprobs)  # [R]
+        log_prob += lprobs.gather(1, chosen[:, None]).squeeze(1)
         history[:, t] = chosen
         if attention is not None:
             attention[:, t] = weights

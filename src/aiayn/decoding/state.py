@@ -4,8 +4,9 @@ Searches depend only on this small protocol, so the same search runs on
 
 - `CachedDecoderState`: the model's incremental protocol. The encoder output and the encoder-decoder keys and
   values are computed once (`Transformer.init_cache`); each step feeds one token per row and appends its
-  self-attention keys/values; beams are re-ranked with `KVCache.reorder(rows, source_changed=False)` (the
-  cross keys/values of a sentence's beams are identical, so they are not copied), and rows of finished
+  self-attention keys/values; beams are re-ranked with `KVCache.reorder_within(rows)` (the same as
+  `reorder(rows, source_changed=False)`: the cross keys/values of a sentence's beams are identical, so they are
+  not copied; and of the self-attention buffers only rows whose history changes are), and rows of finished
   sentences are dropped with a shrinking `reorder`.
 - `RecomputeDecoderState`: the naive decoder, which runs the whole prefix through the decoder at every step
   (cost quadratic in the output length); a reference for tests and the benchmark's baseline.
@@ -56,7 +57,10 @@ class CachedDecoderState:
         return logits, None
 
     def reorder(self, rows: Tensor, source_changed: bool) -> None:
-        self.cache.reorder(rows, source_changed=source_changed)
+        if source_changed or rows.numel() != self.cache.batch_size:
+            self.cache.reorder(rows, source_changed=True)
+        else:  # beams re-ranked within their sentences: copy only the rows whose history changes
+            self.cache.reorder_within(rows)
 
 
 class RecomputeDecoderState:

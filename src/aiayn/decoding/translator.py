@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from aiayn.config import DecodeConfig, with_overrides
 from aiayn.data import TOKENIZER_FILENAME, Tokenizer
+from aiayn.decoding.inference import optimize_for_inference
 from aiayn.decoding.search import generate
 from aiayn.model import Transformer
 
@@ -85,8 +86,9 @@ class Translator:
 
     @classmethod
     def from_pretrained(cls, model_dir: str | Path, device: str = "cpu", **decode_overrides: Any) -> Translator:
-        """Load a model directory: config.json + model.safetensors + tokenizer.model."""
-        model = Transformer.from_pretrained(model_dir, map_location=device)
+        """Load a model directory: config.json + model.safetensors + tokenizer.model, prepared for fast decoding
+        (`optimize_for_inference`: the same function, with oneDNN-packed weights on CPU)."""
+        model = optimize_for_inference(Transformer.from_pretrained(model_dir, map_location=device))
         tokenizer = Tokenizer.from_file(Path(model_dir) / TOKENIZER_FILENAME)
         config = with_overrides(DecodeConfig(), decode_overrides, section="decode")
         return cls(model, tokenizer, config, device)

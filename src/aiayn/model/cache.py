@@ -74,6 +74,25 @@ class KVCache:
             self.memory_mask = self.memory_mask.index_select(0, index)
         return self
 
+    def reorder_within(self, index: Tensor) -> KVCache:
+        """`reorder(index, source_changed=False)` for a same-size `index`, copying only the rows that change.
+
+        When a beam search re-ranks each sentence's beams, most rows keep their own history (index[r] == r); only
+        the others' filled prefixes are gathered (into a temporary, then written back). Added for decoding speed.
+        """
+        index = index.to(self.memory_mask.device)
+        if index.numel() != self.batch_size:
+            raise ValueError(f"reorder_within keeps the batch size {self.batch_size}; got {index.numel()} rows")
+        moved = (index != torch.arange(index.numel(), device=index.device)).nonzero().squeeze(1)
+        if moved.numel() == 0:
+            return self
+        sources = index.index_select(0, moved)
+        for buffers in (self.self_k, self.self_v):
+            for buffer in buffers:
+                prefix = buffer[:, :, : self.length]
+                prefix.index_copy_(0, moved, prefix.index_select(0, sources))
+        return self
+
     @staticmethod
     def allocate(
         batch: int, layers: int, h: int, d_k: int, d_v: int, capacity: int, like: Tensor

@@ -1,0 +1,89 @@
+"""`optimize_for_inference` (oneDNN-packed weights) computes the same function; `KVCache.reorder_within`
+equals `reorder(..., source_changed=False)`."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from aiayn.config import DecodeConfig
+from aiayn.decoding import generate
+from aiayn.decoding.inference import PackedLinear, onednn_available, optimize_for_inference
+from tests.decoding.conftest import peaky_model, random_sources
+
+VOCAB = 12
+needs_onednn = pytest.mark.skipif(not onednn_available(), reason="this torch build has no oneDNN packed linear")
+
+
+@pytest.fixture(scope="module")
+def models():
+    plain = peaky_model(VOCAB, seed=3, eos_shift=4.0)
+    return plain, optimize_for_inference(copy.deepcopy(plain))
+
+
+@needs_onednn
+def test_every_linear_and_the_output_projection_are_packed(models):
+    plain, fast = models
+    assert sum(type(m) is torch.nn.Linear for m in plain.modules()) == sum(
+        type(m) is PackedLinear for m in fast.modules()
+    )
+    assert "project" in vars(fast)
+    assert {k: v.shape for k, v in plain.state_dict().items()} == {k: v.shape for k, v in fast.state_dict().items()}
+    assert all(torch.equal(v, fast.state_dict()[k]) for k, v in plain.state_dict().items())
+
+
+@pytest.mark.parametrize("config", [DecodeConfig(greedy=True), DecodeConfig(beam=4, nbest=3)], ids=["greedy", "beam"])
+def test_same_outputs_as_the_plain_model(models, config):
+    plain, fast = models
+    src = random_sources(6, 7, VOCAB, seed=2)
+    a, b = generate(plain, src, config), generate(fast, src, config)
+    assert [[h.tokens for h in x] for x in a] == [[h.tokens for h in x] for x in b]
+    assert [h.score for x in a for h in x] == pytest.approx([h.score for x in b for h in x], abs=1e-4)
+    with torch.no_grad():
+        tgt = torch.randint(4, VOCAB, (6, 5))
+        assert torch.allclose(plain(src, tgt), fast(src, tgt), atol=1e-4)
+
+
+@needs_onednn
+def test_gradients_and_changed_weights_fall_back_or_repack(models):
+    _, fast = models
+    fast = copy.deepcopy(fast)
+    layer = next(m for m in fast.modules() if isinstance(m, PackedLinear))
+    x = torch.randn(3, layer.in_features)
+    reference = torch.nn.functional.linear(x, layer.weight, layer.bias)
+    assert torch.allclose(layer(x), reference, atol=1e-5)  # grad enabled: plain path, differentiable
+    layer(x).sum().backward()
+    assert layer.weight.grad is not None
+    with torch.no_grad():
+        layer.weight.mul_(2.0)  # an in-place update must not leave a stale packed copy
+        assert torch.allclose(layer(x), torch.nn.functional.linear(x, layer.weight, layer.bias), atol=1e-5)
+
+
+def test_int8_variant_decodes(models):
+    plain, _ = models
+    int8 = optimize_for_inference(copy.deepcopy(plain), int8=True)
+    results = generate(int8, random_sources(3, 5, VOCAB, seed=1), DecodeConfig(beam=3, nbest=2, max_len_b=6))
+    assert all(len(hyps) == 2 for hyps in results)
+
+
+def test_reorder_within_equals_reorder(models):
+    plain, _ = models
+    src = random_sources(3, 5, VOCAB, seed=1)
+    with torch.no_grad():
+        memory = plain.encode(src)
+        caches = [plain.init_cache(memory, capacity=8) for _ in range(2)]
+        tokens = torch.randint(4, VOCAB, (5, 12), generator=torch.Generator().manual_seed(0))
+        for cache in caches:
+            cache.reorder(torch.arange(3).repeat_interleave(4))  # 4 beams per sentence
+            for step in range(5):
+                plain.step(tokens[step], cache)
+    index = torch.tensor([0, 0, 2, 3, 5, 4, 4, 7, 8, 9, 10, 11])  # rows stay within their sentence
+    caches[0].reorder(index, source_changed=False)
+    caches[1].reorder_within(index)
+    for a, b in zip(caches[0].self_k + caches[0].self_v, caches[1].self_k + caches[1].self_v):
+        assert torch.equal(a[:, :, :5], b[:, :, :5])
+    assert not torch.equal(caches[0].self_k[0][1, :, :5], caches[0].self_k[0][2, :, :5])  # rows really differ
+    with pytest.raises(ValueError, match="batch size"):
+        caches[1].reorder_within(index[:6])
