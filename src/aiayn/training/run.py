@@ -15,6 +15,7 @@ from aiayn.data import ParallelDataset, prepare, resolve_data_dir
 from aiayn.model import Transformer
 from aiayn.model.pretrained import atomic_write_bytes, read_config
 from aiayn.training.checkpoint import clean_temporaries, latest_checkpoint
+from aiayn.training.cpu import keep_freed_memory
 from aiayn.training.distributed import DistContext, barrier, init_distributed, shutdown
 from aiayn.training.trainer import Trainer, TrainState
 
@@ -56,6 +57,8 @@ def train(run: RunConfig, resume: bool = True) -> TrainState:
     try:
         if run.train.threads:
             torch.set_num_threads(run.train.threads)
+        if run.train.reuse_memory and ctx.device.type == "cpu":
+            keep_freed_memory()
         data_dir = ensure_data(run, ctx)
         train_set = ParallelDataset(data_dir, run.data.train_split)
         valid_set = ParallelDataset(data_dir, run.data.valid_split)
