@@ -125,3 +125,15 @@ def test_foreign_or_invalid_config(saved, text, message) -> None:
     (saved / "config.json").write_text(text)
     with pytest.raises(ModelDirectoryError, match=message):
         Transformer.from_pretrained(saved)
+
+
+def test_saved_files_are_readable_by_others(tmp_path) -> None:
+    import os
+    import stat
+
+    Transformer(tiny_config()).save_pretrained(tmp_path / "m")
+    mask = os.umask(0)
+    os.umask(mask)
+    for name in ("config.json", "model.safetensors"):
+        mode = stat.S_IMODE((tmp_path / "m" / name).stat().st_mode)
+        assert mode == 0o666 & ~mask, (name, oct(mode))

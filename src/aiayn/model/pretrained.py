@@ -37,10 +37,22 @@ class ModelDirectoryError(ValueError):
     """A model directory is missing, corrupt, foreign, or does not match its configuration."""
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _readable(path: str | Path) -> None:
+    """mkstemp creates files private (0600); give them the permissions any other file here would get."""
+    os.chmod(path, 0o666 & ~_umask())
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary file in the same directory, fsync, then rename over `path`."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    _readable(tmp)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -86,6 +98,7 @@ def save_model(model: Transformer, model_dir: str | Path, extra: dict[str, Any] 
     stored, aliases = _unique_state(model)
     fd, tmp = tempfile.mkstemp(prefix=f".{WEIGHTS_FILE}.", suffix=".tmp", dir=model_dir)
     os.close(fd)
+    _readable(tmp)
     try:
         save_file(stored, tmp, metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
         digest, size = sha256_file(Path(tmp)), os.path.getsize(tmp)
