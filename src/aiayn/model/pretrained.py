@@ -98,9 +98,9 @@ def save_model(model: Transformer, model_dir: str | Path, extra: dict[str, Any] 
     stored, aliases = _unique_state(model)
     fd, tmp = tempfile.mkstemp(prefix=f".{WEIGHTS_FILE}.", suffix=".tmp", dir=model_dir)
     os.close(fd)
-    _readable(tmp)
     try:
         save_file(stored, tmp, metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
+        _readable(tmp)
         digest, size = sha256_file(Path(tmp)), os.path.getsize(tmp)
         os.replace(tmp, model_dir / WEIGHTS_FILE)
     except BaseException:
