@@ -303,8 +303,22 @@ def with_overrides(config: T, overrides: dict[str, Any], section: str) -> T:
     for key, value in overrides.items():
         if key not in known:
             raise ConfigError(f"unknown field {section}.{key}; known fields: {', '.join(known)}")
-        values[key] = parse_value(value, getattr(config, key), f"{section}.{key}")
+        nullable = "None" in str(known[key].type)
+        if nullable and isinstance(value, str) and value.strip().lower() in ("none", "null"):
+            values[key] = None
+            continue
+        values[key] = parse_value(value, _prototype(known[key], getattr(config, key)), f"{section}.{key}")
     return dataclasses.replace(config, **values)  # type: ignore[type-var]
+
+
+def _prototype(f: dataclasses.Field, current: Any) -> Any:
+    """A value of the field's declared type: `max_minutes: float` may hold the int 60 read from YAML."""
+    declared = str(f.type).replace(" ", "")
+    if isinstance(current, int) and not isinstance(current, bool) and declared.startswith("float"):
+        return float(current)
+    if current is None and declared.split("|")[0] in ("int", "float"):
+        return {"int": 0, "float": 0.0}[declared.split("|")[0]]
+    return current
 
 
 def from_dict(cls: type[T], data: dict[str, Any], section: str) -> T:
