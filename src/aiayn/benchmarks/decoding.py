@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, help="corpora directory (default: $AIAYN_DATA_DIR, ../shared/data)")
     parser.add_argument("--src-lang", default="en")
     parser.add_argument("--repeats", type=int, default=2, help="interleaved runs per figure; the best is kept")
-    parser.add_argument("--profile", action="store_true", help="profile ours (beam 4, middle length, first size)")
+    parser.add_argument("--profile", action="store_true", help="profile ours (first beam, middle length) per size")
     parser.add_argument("--json", type=Path, help="write all figures here")
     parser.add_argument("--markdown", type=Path, help="write the tables here")
     parser.add_argument("--seed", type=int, default=0)
@@ -148,7 +148,13 @@ def profile_ours(model: Transformer, src: torch.Tensor, beam: int, length: int) 
         kind = next((k for k, names in OP_KINDS.items() if event.key in names), "other ops")
         totals[kind] += event.self_cpu_time_total / 1e6
     ops.sort(key=lambda op: -op[1])
-    return {"wall_s": wall, "by_kind_s": dict(totals), "top_ops": [list(op) for op in ops[:15]]}
+    return {
+        "beam": beam,
+        "length": length,
+        "wall_s": wall,
+        "by_kind_s": dict(totals),
+        "top_ops": [list(op) for op in ops[:15]],
+    }
 
 
 def build_systems(name: str, wanted: list[str], tokenizer: Tokenizer, args: argparse.Namespace) -> dict[str, Any]:
@@ -224,8 +230,8 @@ def measure_size(
                         "floor_tokens_per_s": rate * 1e9 / (beam * flops),
                     }
                 )
-    if args.profile and 4 in beams:
-        rows[-1]["profile"] = profile_ours(systems["ours"], src, 4, lengths[len(lengths) // 2])
+    if args.profile:
+        rows[-1]["profile"] = profile_ours(systems["ours"], src, beams[0], lengths[len(lengths) // 2])
     return rows
 
 
@@ -303,7 +309,10 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append("| floor (FLOPs / matmul rate) | " + " | ".join(f"{f:,.0f}" for f in floors) + " | |")
         lines.append("")
     for size, profile in report.get("profile", {}).items():
-        lines.append(f"### where ours spends its time ({size}, beam 4): {profile['wall_s']:.2f} s wall, profiled")
+        lines.append(
+            f"### where ours spends its time ({size}, beam {profile['beam']}, L={profile['length']}): "
+            f"{profile['wall_s']:.2f} s wall under the profiler"
+        )
         lines.append("")
         lines.append("| kind of op | self CPU s | share |")
         lines.append("|---|---|---|")

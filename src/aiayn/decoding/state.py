@@ -44,8 +44,10 @@ class CachedDecoderState:
     ) -> None:
         self.model = model
         self.need_weights = need_weights
-        self.cache = model.init_cache(memory, capacity=capacity)  # cross K/V: once per sentence
-        if copies > 1:
+        if copies == 1:
+            self.cache = model.init_cache(memory, capacity=capacity)  # cross K/V: once per sentence
+        else:  # copy the cross K/V to each copy's row; the (still empty) self-attention buffers then grow by doubling
+            self.cache = model.init_cache(memory, capacity=1)
             rows = torch.arange(memory.hidden.size(0), device=memory.hidden.device).repeat_interleave(copies)
             self.cache.reorder(rows, source_changed=True)
 
