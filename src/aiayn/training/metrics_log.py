@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from aiayn.evaluation import perplexity
 from aiayn.model.pretrained import atomic_write_bytes
+from aiayn.training.distributed import DistContext, all_reduce_sum
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -55,6 +60,38 @@ class MetricsLog:
             self._tb.close()
 
 
+class TrainMeter:
+    """Sums over one log interval (summed losses stay on the device until logged, to avoid a sync per update)."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[torch.Tensor, torch.Tensor, int, int]] = []
+        self.reset_clock()
+
+    def reset_clock(self) -> None:
+        self._clock = time.perf_counter()
+
+    def add(self, loss_sum: torch.Tensor, nll_sum: torch.Tensor, src_tokens: int, tgt_tokens: int) -> None:
+        self._items.append((loss_sum, nll_sum, src_tokens, tgt_tokens))
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def record(self, ctx: DistContext, step: int, epoch: int, lr: float, elapsed: float) -> dict[str, Any]:
+        """The "train" record of the interval (sums over all ranks), and a fresh interval."""
+        loss = float(sum(item[0] for item in self._items))  # type: ignore[arg-type]
+        nll = float(sum(item[1] for item in self._items))  # type: ignore[arg-type]
+        src, tgt = sum(item[2] for item in self._items), sum(item[3] for item in self._items)
+        loss, nll, src, tgt = all_reduce_sum([loss, nll, src, tgt], ctx)
+        now = time.perf_counter()
+        seconds = max(now - self._clock, 1e-9)
+        self._items, self._clock = [], now
+        return {
+            "kind": "train", "step": step, "epoch": epoch, "loss": loss / tgt, "nll_loss": nll / tgt,
+            "ppl": perplexity(nll / tgt), "lr": lr, "src_tokens": int(src), "tgt_tokens": int(tgt),
+            "tgt_tokens_per_s": tgt / seconds, "tokens_per_s": (src + tgt) / seconds, "elapsed_s": elapsed,
+        }  # fmt: skip
+
+
 def _step(line: str) -> float:
     try:
         return float(json.loads(line).get("step", math.inf))
@@ -69,4 +106,4 @@ def read_metrics(run_dir: str | Path, kind: str | None = None) -> list[dict[str,
     return [r for r in records if kind is None or r.get("kind") == kind]
 
 
-__all__ = ["METRICS_FILE", "MetricsLog", "read_metrics"]
+__all__ = ["METRICS_FILE", "MetricsLog", "TrainMeter", "read_metrics"]

@@ -1,4 +1,4 @@
-"""Learning-rate schedule of section 5.3, eq. 3:
+"""Optimizer and learning-rate schedule of section 5.3: Adam with beta1=0.9, beta2=0.98, eps=1e-9, and eq. 3:
 
     lrate = d_model^-0.5 * min(step_num^-0.5, step_num * warmup_steps^-1.5)
 
@@ -9,8 +9,12 @@ the peak, at step_num = warmup_steps, is (d_model * warmup_steps)^-0.5. `scale` 
 
 from __future__ import annotations
 
+import torch
+from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
+
+from aiayn.config import TrainConfig
 
 
 def inverse_sqrt_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
@@ -36,4 +40,14 @@ def inverse_sqrt_schedule(optimizer: Optimizer, d_model: int, warmup: int, scale
     return LambdaLR(optimizer, eq3)
 
 
-__all__ = ["inverse_sqrt_lr", "inverse_sqrt_schedule"]
+def adam(model: nn.Module, c: TrainConfig) -> torch.optim.Adam:
+    """Adam as in 5.3 (beta1=0.9, beta2=0.98, eps=1e-9 by default); the fused kernel where torch has one
+    (CUDA, and CPU since torch 2.4: one pass over the parameters instead of ~10)."""
+    options = dict(betas=(c.adam_beta1, c.adam_beta2), eps=c.adam_eps, weight_decay=c.weight_decay)
+    try:
+        return torch.optim.Adam(model.parameters(), fused=True, **options)
+    except RuntimeError:  # no fused kernel for this device or dtype
+        return torch.optim.Adam(model.parameters(), **options)
+
+
+__all__ = ["adam", "inverse_sqrt_lr", "inverse_sqrt_schedule"]

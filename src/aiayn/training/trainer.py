@@ -20,19 +20,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 from tqdm import tqdm
 
 from aiayn.config import RunConfig
 from aiayn.data import ParallelDataset, TokenBudgetBatches, load_batch
-from aiayn.evaluation import perplexity
 from aiayn.training import checkpoint as ckpt
 from aiayn.training.distributed import DistContext, all_gather_object, all_reduce_sum, barrier, no_sync, wrap_model
 from aiayn.training.loss import label_smoothed_nll_loss
-from aiayn.training.metrics_log import MetricsLog
-from aiayn.training.schedule import inverse_sqrt_schedule
+from aiayn.training.metrics_log import MetricsLog, TrainMeter
+from aiayn.training.plan import EpochPlan, plan_epoch
+from aiayn.training.schedule import adam, inverse_sqrt_schedule
 from aiayn.training.validation import validation_bleu, validation_loss
 
 
@@ -54,17 +53,6 @@ def resolve_precision(name: str, device: torch.device) -> torch.dtype:
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
 
 
-def adam(model: nn.Module, run: RunConfig) -> torch.optim.Adam:
-    """Adam as in 5.3 (beta1=0.9, beta2=0.98, eps=1e-9 by default); the fused kernel where torch has one
-    (CUDA, and CPU since torch 2.4: one pass over the parameters instead of ~10)."""
-    c = run.train
-    options = dict(betas=(c.adam_beta1, c.adam_beta2), eps=c.adam_eps, weight_decay=c.weight_decay)
-    try:
-        return torch.optim.Adam(model.parameters(), fused=True, **options)
-    except RuntimeError:  # no fused kernel for this device or dtype
-        return torch.optim.Adam(model.parameters(), **options)
-
-
 class Trainer:
     def __init__(
         self,
@@ -81,22 +69,21 @@ class Trainer:
         c = self.cfg
         if not (c.max_updates or c.max_epochs or c.max_minutes):
             raise ValueError("set at least one of train.max_updates, train.max_epochs, train.max_minutes")
-        self.optimizer = adam(model, run)
+        self.optimizer = adam(model, c)
         self.scheduler = inverse_sqrt_schedule(self.optimizer, run.model.d_model, c.warmup, c.lr_scale)
         self.dtype = resolve_precision(c.precision, ctx.device)
         self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=self.dtype == torch.float16)
         self.batches = TokenBudgetBatches(
             train_set.src_lengths, train_set.tgt_lengths, run.data.max_tokens, c.seed, True, run.data.max_sentences
         )
-        self._tgt_tokens = train_set.tgt_lengths.astype(np.int64) + 1  # target positions per pair (with EOS)
         self.net = wrap_model(model, ctx)  # what forward/backward go through
         if c.compile:
             self.net = torch.compile(self.net)
         self.state = TrainState()
         self.out_dir = Path(c.out_dir)
         self.log = MetricsLog(self.out_dir, enabled=ctx.is_main, tensorboard=c.tensorboard)
-        self._plan: tuple[int, list[list[list[int]]], list[int]] = (0, [], [])
-        self._pending: list[tuple[torch.Tensor, torch.Tensor, int, int]] = []
+        self._plan: EpochPlan | None = None
+        self.meter = TrainMeter()
         self._last = {"valid": -1, "bleu": -1, "save": -1}
         self._bleu_ok = c.bleu
         self._lr = 0.0
@@ -106,35 +93,30 @@ class Trainer:
     def fit(self) -> TrainState:
         s = self.state
         self._clock = time.perf_counter() - s.train_seconds
-        self._log_clock = time.perf_counter()
+        self.meter.reset_clock()
         show = self.cfg.progress and self.ctx.is_main
         total = self.cfg.max_updates or None
         self.bar = tqdm(total=total, initial=s.step, unit="upd", file=sys.stderr, disable=not show)
         while (reason := self._stop_reason()) is None:
-            groups, tokens = self._epoch_plan(s.epoch)
+            plan = self._epoch_plan(s.epoch)
             u = s.epoch_updates
-            self._update(groups[u], tokens[u])
+            if u >= len(plan):  # possible only after resuming with another world_size x update_freq
+                s.epoch, s.epoch_updates = s.epoch + 1, 0
+                continue
+            self._update(plan.updates[u], plan.tokens[u])
             s.step, s.epoch_updates = s.step + 1, u + 1
-            epoch_end = s.epoch_updates >= len(groups)
+            epoch_end = s.epoch_updates >= len(plan)
             if epoch_end:
                 s.epoch, s.epoch_updates = s.epoch + 1, 0
             self._after_update(epoch_end)
         self._finish(reason)
         return s
 
-    def _epoch_plan(self, epoch: int) -> tuple[list[list[list[int]]], list[int]]:
-        """This rank's micro-batches grouped per update, and each update's target tokens over all ranks."""
-        if self._plan[0] != epoch:
-            W, F = self.ctx.world_size, self.cfg.update_freq
-            batches = self.batches.epoch(epoch)
-            mine = TokenBudgetBatches.shard(batches, self.ctx.rank, W)  # positions rank, rank + W, ...
-            counts = [int(self._tgt_tokens[b].sum()) for b in batches[: len(mine) * W]]
-            groups = [mine[k : k + F] for k in range(0, len(mine), F)]
-            tokens = [sum(counts[u * F * W : (u + 1) * F * W]) for u in range(len(groups))]
-            if not groups:
-                raise ValueError(f"epoch {epoch} has no batches for {W} rank(s); the training split is too small")
-            self._plan = (epoch, groups, tokens)
-        return self._plan[1], self._plan[2]
+    def _epoch_plan(self, epoch: int) -> EpochPlan:
+        if self._plan is None or self._plan.epoch != epoch:
+            tgt = self.train_set.tgt_lengths
+            self._plan = plan_epoch(self.batches, tgt, epoch, self.ctx.rank, self.ctx.world_size, self.cfg.update_freq)
+        return self._plan
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         return torch.autocast(self.ctx.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32)
@@ -161,7 +143,7 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         self._lr = self.scheduler.get_last_lr()[0]
         self.scheduler.step()
-        self._pending.append((loss_sum, nll_sum, src_tokens, tgt_tokens))
+        self.meter.add(loss_sum, nll_sum, src_tokens, tgt_tokens)
 
     def _after_update(self, epoch_end: bool) -> None:
         c, step = self.cfg, self.state.step
@@ -189,7 +171,7 @@ class Trainer:
 
     def _finish(self, reason: str) -> None:
         step = self.state.step
-        if self._pending:
+        if self.meter:
             self._log_train()
         if self._last["valid"] != step:
             self._validate()
@@ -204,19 +186,8 @@ class Trainer:
     # --- logging, validation, checkpoints -------------------------------------------------------------------
 
     def _log_train(self) -> None:
-        loss = sum(p[0] for p in self._pending).item()  # type: ignore[union-attr]
-        nll = sum(p[1] for p in self._pending).item()  # type: ignore[union-attr]
-        src, tgt = sum(p[2] for p in self._pending), sum(p[3] for p in self._pending)
-        loss, nll, src, tgt = all_reduce_sum([loss, nll, src, tgt], self.ctx)
-        now = time.perf_counter()
-        seconds, self._log_clock, self._pending = max(now - self._log_clock, 1e-9), now, []
         s = self.state
-        record = {
-            "kind": "train", "step": s.step, "epoch": s.epoch, "loss": loss / tgt, "nll_loss": nll / tgt,
-            "ppl": perplexity(nll / tgt), "lr": self._lr, "src_tokens": int(src), "tgt_tokens": int(tgt),
-            "tgt_tokens_per_s": tgt / seconds, "tokens_per_s": (src + tgt) / seconds,
-            "elapsed_s": now - self._clock,
-        }  # fmt: skip
+        record = self.meter.record(self.ctx, s.step, s.epoch, self._lr, time.perf_counter() - self._clock)
         self.log.write(record)
         self.bar.set_postfix(loss=f"{record['loss']:.3f}", ppl=f"{record['ppl']:.1f}", lr=f"{self._lr:.2e}",
                              tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)  # fmt: skip
@@ -252,7 +223,7 @@ class Trainer:
         self.bar.write(f"step {self.state.step}: valid BLEU {score.score:.2f} on {n} sentences ({score.signature})")
 
     def _save(self) -> None:
-        if self._pending:
+        if self.meter:
             self._log_train()
         s, c = self.state, self.cfg
         s.train_seconds = time.perf_counter() - self._clock
