@@ -13,7 +13,7 @@ two settings as ours. Each measurement runs in its own fresh process (so peak me
 round-robin over `--rounds` rounds, keeping each one's best round: the CPU may be shared, and the least
 disturbed round is the most faithful. Reported: target and total (source + target) tokens/s, peak memory
 (RSS on CPU, max allocated on CUDA), and model FLOPs utilisation: 3 x forward FLOPs (`flops_per_token`) per
-second over the machine's fp32 matmul rate, measured in the same run (best of the rounds).
+second over the machine's matmul rate in the same precision, measured in the same run (best of the rounds).
 
     aiayn bench training --sizes tiny,base --threads 2
     python -m aiayn.benchmarks.training --sizes tiny --steps 3
@@ -154,12 +154,14 @@ def measure_step(impl: str, size: str, args: dict[str, Any]) -> dict[str, Any]:
         loss_fn = torch.compile(loss_fn)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=tuned or None)
     batch = [t.to(device) for t in synthetic_batch(args["batch"], args["length"], args["vocab"])]
+    low = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[args["precision"]]
     times = []
     for k in range(args["warmup"] + args["steps"]):
         if device.type == "cuda":
             torch.cuda.synchronize()
         start = time.perf_counter()
-        loss = loss_fn(*batch)
+        with torch.autocast(device.type, dtype=low, enabled=low is not None):
+            loss = loss_fn(*batch)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -174,10 +176,11 @@ def measure_step(impl: str, size: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"step_s": min(times), "peak_mib": peak}
 
 
-def matmul_gflops(threads: int, device: str, n: int = 2048, repeats: int = 5) -> float:
-    """The machine's fp32 matmul rate: best of `repeats` n x n x n products (2 n^3 FLOPs each)."""
+def matmul_gflops(threads: int, device: str, precision: str = "fp32", n: int = 2048, repeats: int = 5) -> float:
+    """The machine's matmul rate in `precision`: best of `repeats` n x n x n products (2 n^3 FLOPs each)."""
     torch.set_num_threads(threads)
-    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     best = float("inf")
     for _ in range(repeats + 1):
         if device.startswith("cuda"):
@@ -208,6 +211,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--length", type=int, default=32, help="longest sentence; lengths vary by 4 (default: 32)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="autocast (default: fp32)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per measurement (default: 1)")
     parser.add_argument("--steps", type=int, default=3, help="timed steps per measurement (default: 3)")
     parser.add_argument("--rounds", type=int, default=3, help="round-robin repeats; best kept (default: 3)")
@@ -219,7 +223,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     impls = [i.strip() for i in args.impls.split(",") if i.strip() and _available(i.strip())]
-    settings = {k: getattr(args, k) for k in ("vocab", "batch", "length", "threads", "device", "warmup", "steps")}
+    keys = ("vocab", "batch", "length", "threads", "device", "precision", "warmup", "steps")
+    settings = {k: getattr(args, k) for k in keys}
     settings.update(compile=args.compile, tune_peers=args.tune_peers)
     src, _, tgt_out = synthetic_batch(args.batch, args.length, args.vocab)
     src_tokens, tgt_tokens = int((src != 0).sum()), int((tgt_out != 0).sum())
@@ -227,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     best: dict[tuple[str, str], dict[str, Any]] = {}
     gflops = 0.0
     for _ in range(args.rounds):
-        gflops = max(gflops, matmul_gflops(args.threads, args.device))
+        gflops = max(gflops, matmul_gflops(args.threads, args.device, args.precision))
         for size in sizes:
             for impl in impls:
                 with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
@@ -258,8 +263,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"fp32 matmul: {gflops:.0f} GFLOP/s ({args.threads} threads, {args.device}); batch {args.batch} x "
-          f"{args.length}: {src_tokens} source + {tgt_tokens} target tokens; vocab {args.vocab}")  # fmt: skip
+    print(f"{args.precision} matmul: {gflops:.0f} GFLOP/s ({args.threads} threads, {args.device}); "
+          f"batch {args.batch} x {args.length}: {src_tokens} source + {tgt_tokens} target tokens; vocab {args.vocab}; "
+          f"{args.precision} autocast; peers {'tuned' if args.tune_peers else 'as by default'}")  # fmt: skip
     print(f"{'size':<6}{'implementation':<22}{'s/step':>8}{'tgt tok/s':>11}{'tok/s':>9}{'peak MiB':>10}{'MFU':>7}"
           f"{'vs fastest peer':>17}")  # fmt: skip
     for r in rows:
