@@ -84,6 +84,7 @@ def train(run: RunConfig, resume: bool = True) -> TrainState:
             out_dir.mkdir(parents=True, exist_ok=True)
             clean_temporaries(out_dir)
             atomic_write_bytes(out_dir / RUN_CONFIG_FILE, dump_run_config(run).encode())
+            (out_dir / RUN_CONFIG_FILE).chmod(0o644)
         barrier(ctx)
         if checkpoint is not None:
             trainer.restore(checkpoint)

@@ -185,6 +185,11 @@ class Trainer:
 
     # --- logging, validation, checkpoints -------------------------------------------------------------------
 
+    def _say(self, message: str) -> None:
+        """A log line on stderr from rank 0, printed above the progress bar."""
+        if self.ctx.is_main:
+            tqdm.write(message, file=sys.stderr)
+
     def _log_train(self) -> None:
         s = self.state
         record = self.meter.record(self.ctx, s.step, s.epoch, self._lr, time.perf_counter() - self._clock)
@@ -201,8 +206,7 @@ class Trainer:
         self._last["valid"] = s.step
         self.log.write({"kind": "valid", "step": s.step, "epoch": s.epoch, **result})
         best = result["loss"] < s.best_valid_loss
-        if self.ctx.is_main:
-            self.bar.write(f"step {s.step}: valid loss {result['loss']:.4f} ppl {result['ppl']:.2f}{' (best)' * best}")
+        self._say(f"step {s.step}: valid loss {result['loss']:.4f} ppl {result['ppl']:.2f}{' (best)' * best}")
         if best:
             s.best_valid_loss = result["loss"]
             if self.ctx.is_main:
@@ -213,14 +217,14 @@ class Trainer:
         self._last["bleu"] = self.state.step
         if not self.ctx.is_main:
             return
-        n = self.cfg.bleu_max_sentences
-        score = validation_bleu(self.model, self.valid_set, self.run.decode, n, warn=self.bar.write)
+        n = min(self.cfg.bleu_max_sentences, len(self.valid_set))
+        score = validation_bleu(self.model, self.valid_set, self.run.decode, n, warn=self._say)
         if score is None:
             self._bleu_ok = False  # warned once; not retried
             return
         self.log.write({"kind": "bleu", "step": self.state.step, "bleu": score.score, "signature": score.signature,
-                        "sentences": min(n, len(self.valid_set))})  # fmt: skip
-        self.bar.write(f"step {self.state.step}: valid BLEU {score.score:.2f} on {n} sentences ({score.signature})")
+                        "sentences": n})  # fmt: skip
+        self._say(f"step {self.state.step}: valid BLEU {score.score:.2f} on {n} sentences ({score.signature})")
 
     def _save(self) -> None:
         if self.meter:
@@ -258,9 +262,8 @@ class Trainer:
             done = saved["epoch_updates"] * saved["world_size"] * saved["update_freq"]
             self.state.epoch_updates = done // (self.ctx.world_size * self.cfg.update_freq)
             torch.manual_seed(self.cfg.seed + 10_000 * (self.ctx.rank + 1) + self.state.step)
-            if self.ctx.is_main:
-                layout = f"world_size x update_freq = {saved['world_size']} x {saved['update_freq']}"
-                print(f"warning: {checkpoint} was written with {layout}; this resume is not exact", file=sys.stderr)
+            layout = f"world_size x update_freq = {saved['world_size']} x {saved['update_freq']}"
+            self._say(f"warning: {checkpoint} was written with {layout}; this resume is not exact")
         self._last["save"] = self.state.step
         if self.ctx.is_main:
             self.log.truncate_after(self.state.step)
