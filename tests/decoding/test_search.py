@@ -10,6 +10,7 @@ import torch
 
 from aiayn.config import DecodeConfig
 from aiayn.decoding import Hypothesis, generate, length_penalty
+from aiayn.decoding.encoding import encode_by_length
 from tests.decoding.conftest import peaky_model, random_sources
 
 VOCAB = 12
@@ -137,3 +138,16 @@ def test_generate_rejects_bad_input(model):
             generate(model, torch.tensor([[5, 2]]))
     finally:
         model.eval()
+
+
+def test_length_sorted_chunked_encoding_equals_one_padded_pass(model):
+    src = random_sources(20, 9, VOCAB, seed=5)
+    with torch.no_grad():
+        whole = model.encode(src)
+        chunked = encode_by_length(model, src, chunk=3)
+    assert torch.equal(whole.mask, chunked.mask)
+    assert torch.allclose(whole.hidden[whole.mask], chunked.hidden[chunked.mask], atol=1e-5)
+    config = DecodeConfig(beam=3, nbest=2, max_len_b=8)
+    together = generate(model, src, config)  # 20 sentences: encoded in chunks of 16
+    alone = [generate(model, src[row : row + 1, : int((src[row] != 0).sum())], config)[0] for row in range(20)]
+    assert [[h.tokens for h in hyps] for hyps in together] == [[h.tokens for h in hyps] for hyps in alone]

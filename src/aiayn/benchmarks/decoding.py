@@ -46,9 +46,11 @@ from aiayn.model import Transformer
 SYSTEMS = ("ours", "ours-plain", "ours-uncached", "ours-int8", "hf", "ct2-float32", "ct2-int8")
 PEER_PACKAGES = {"hf": "transformers", "ct2-float32": "ctranslate2", "ct2-int8": "ctranslate2"}
 OP_KINDS = {  # torch.profiler op name -> kind of work, for the profile summary
-    "matmul": ("aten::addmm", "aten::mm", "aten::bmm", "aten::matmul", "quantized::linear_dynamic"),
+    "matmul, oneDNN packed": ("mkldnn::_linear_pointwise",),
+    "matmul, torch default (MKL)": ("aten::addmm", "aten::mm", "aten::bmm", "aten::matmul"),
+    "matmul, int8": ("quantized::linear_dynamic",),
     "attention (SDPA)": ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_softmax"),
-    "cache copies (append, reorder)": ("aten::index_select", "aten::copy_", "aten::cat"),
+    "cache copies (append, reorder)": ("aten::index_select", "aten::index_copy_", "aten::copy_", "aten::cat"),
     "search (softmax, top-k)": ("aten::_log_softmax", "aten::topk", "aten::logsumexp", "aten::argmax"),
     "layer norm, residual, ReLU": ("aten::native_layer_norm", "aten::add", "aten::clamp_min", "aten::mul"),
 }

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from aiayn.config import DecodeConfig
+from aiayn.decoding.encoding import encode_by_length
 from aiayn.decoding.hypothesis import Hypothesis, insert_nbest
 from aiayn.decoding.length_penalty import best_future_score, normalised_score
 from aiayn.decoding.limits import constrain_, output_length_limits
@@ -36,7 +37,7 @@ NEG_INF = float("-inf")
 def beam_search(model: Transformer, src: Tensor, config: DecodeConfig) -> list[list[Hypothesis]]:
     """Beam search over src [B,S] (ids + EOS, right-padded); per sentence the `nbest` best, best first."""
     c, k, device = model.config, config.beam, src.device
-    memory = model.encode(src)
+    memory = encode_by_length(model, src)
     batch = src.size(0)
     max_len = output_length_limits(memory.mask, config, c)  # [b] of the sentences still searched
     steps = int(max_len.max()) + 1  # the last step can only predict EOS

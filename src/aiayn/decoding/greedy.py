@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from aiayn.config import DecodeConfig
+from aiayn.decoding.encoding import encode_by_length
 from aiayn.decoding.hypothesis import Hypothesis, insert_nbest
 from aiayn.decoding.length_penalty import normalised_score
 from aiayn.decoding.limits import constrain_, output_length_limits
@@ -33,7 +34,7 @@ def decode_rows(
 ) -> list[list[Hypothesis]]:
     """`copies` independent rows per sentence of src [B,S]; returns per sentence the best `nbest`, best first."""
     c = model.config
-    memory = model.encode(src)
+    memory = encode_by_length(model, src)
     batch = src.size(0)
     max_len = output_length_limits(memory.mask, config, c).repeat_interleave(copies)  # [R]
     steps = int(max_len.max()) + 1  # the last step can only predict EOS

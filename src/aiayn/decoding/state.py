@@ -21,7 +21,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from aiayn.model import EncoderOutput, Transformer
+from aiayn.model import EncoderOutput, KVCache, Transformer
 
 
 class DecoderState(Protocol):
@@ -44,12 +44,20 @@ class CachedDecoderState:
     ) -> None:
         self.model = model
         self.need_weights = need_weights
-        if copies == 1:
-            self.cache = model.init_cache(memory, capacity=capacity)  # cross K/V: once per sentence
-        else:  # copy the cross K/V to each copy's row; the (still empty) self-attention buffers then grow by doubling
-            self.cache = model.init_cache(memory, capacity=1)
+        self.cache = model.init_cache(memory, capacity=capacity if copies == 1 else 1)  # cross K/V: once
+        if copies > 1:  # each copy's row gets its sentence's cross K/V, and empty self-attention buffers
             rows = torch.arange(memory.hidden.size(0), device=memory.hidden.device).repeat_interleave(copies)
             self.cache.reorder(rows, source_changed=True)
+            first = self.cache.self_k[0]
+            self.cache.self_k, self.cache.self_v = KVCache.allocate(
+                rows.numel(),
+                len(self.cache.self_k),
+                first.size(1),
+                first.size(3),
+                self.cache.self_v[0].size(3),
+                capacity,
+                like=first,
+            )
 
     def step(self, tokens: Tensor) -> tuple[Tensor, Tensor | None]:
         if self.need_weights:
