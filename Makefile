@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml constraints-cpu.txt
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/aiayn info --preset base --vocab-size 37000
+	$(BIN)/aiayn demo --minutes $(MINUTES)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
