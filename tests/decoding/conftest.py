@@ -58,3 +58,13 @@ def model_dir(tmp_path_factory) -> Path:
     from tests.decoding.model_dir import build_model_dir
 
     return build_model_dir(tmp_path_factory.mktemp("decoding"))
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models gain nothing from threads, and on a shared machine every parallel op of a 2-thread run
+    can stall for a scheduler slice; restored afterwards for other test directories."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -12,7 +12,7 @@ from aiayn.cli import main
 from aiayn.decoding import Translator
 from tests.decoding.model_dir import multi30k_test_sentences
 
-FLAGS = ["--beam", "3", "--max-len-b", "8", "--quiet"]
+FLAGS = ["--beam", "3", "--max-len-b", "8", "--quiet", "--threads", "1"]
 
 
 @pytest.fixture(scope="module")
