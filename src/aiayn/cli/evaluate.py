@@ -30,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hyp-out", type=Path, help="also write the hypotheses here (atomically)")
     parser.add_argument("--tokenize", default="13a", help="sacrebleu BLEU tokenizer (default: 13a; none, intl...)")
     parser.add_argument("--lowercase", action="store_true", help="case-insensitive BLEU")
+    parser.add_argument(
+        "--moses-lc-tok",
+        metavar="LANG",
+        help="score as Multi30k papers do: normalise, lowercase and Moses-tokenize the hypotheses (sacremoses) and "
+        "compare them with an already tokenized --ref (e.g. tok/test2016.lc.norm.tok.de) using --tokenize none",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar or warnings on stderr")
     add_decode_arguments(parser)
 
@@ -55,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
     hypotheses = [result.text for result in results]
     if args.hyp_out is not None:
         atomic_write_bytes(args.hyp_out, "".join(h.replace("\n", " ") + "\n" for h in hypotheses).encode("utf-8"))
+    if args.moses_lc_tok:
+        from aiayn.evaluation.moses import moses_lc_tok
+
+        hypotheses = moses_lc_tok(hypotheses, args.moses_lc_tok)
+        args.tokenize = "none"
     bleu = corpus_bleu(hypotheses, references, tokenize=args.tokenize, lowercase=args.lowercase)
     for score in (bleu, corpus_chrf(hypotheses, references)):
         print(score.text)
