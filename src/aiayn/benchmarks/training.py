@@ -9,22 +9,23 @@ synthetic batch of ~4,096 target tokens is timed for
     hf-marian              Hugging Face `MarianMTModel` of the same size (if transformers is installed)
 
 the peers as they run by default (torch.optim.Adam, default allocator), or with `--tune-peers` with the same
-two settings as ours. Each measurement runs in its own fresh process (so peak memory is its own),
-round-robin over `--rounds` rounds, keeping each one's best round: the CPU may be shared, and the least
-disturbed round is the most faithful. Reported: target and total (source + target) tokens/s, peak memory
-(RSS on CPU, max allocated on CUDA), and model FLOPs utilisation: 3 x forward FLOPs (`flops_per_token`) per
-second over the machine's matmul rate in the same precision, measured in the same run (best of the rounds).
+two settings as ours. Each model lives in its own fresh process (so peak memory is its own); the processes
+take turns, one step each, `--steps` times, and each keeps its fastest step: on a shared CPU a busy spell
+then slows all of them alike, and the least disturbed step is the most faithful. Reported: target and total
+(source + target) tokens/s, peak memory (RSS on CPU, max allocated on CUDA), and model FLOPs utilisation:
+3 x forward FLOPs (`flops_per_token`) per second over the machine's matmul rate in the same precision,
+measured in the same run (best of 3). All models of a size are in memory at once (base: ~15 GB on CPU).
 
     aiayn bench training --sizes tiny,base --threads 2
-    python -m aiayn.benchmarks.training --sizes tiny --steps 3
+    python -m aiayn.benchmarks.training --sizes tiny --steps 3 --precision bf16
 """
 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import json
 import multiprocessing
+import statistics
 import sys
 import time
 from typing import Any
@@ -135,8 +136,9 @@ def build(impl: str, c: ModelConfig) -> tuple[nn.Module, Any]:
     raise ValueError(f"unknown implementation {impl!r}; choose from {', '.join(IMPLEMENTATIONS)}")
 
 
-def measure_step(impl: str, size: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Run in a fresh process: time `steps` training steps after `warmup` ones."""
+def worker(impl: str, size: str, args: dict[str, Any], conn: Any) -> None:
+    """A fresh process holding one model: on "step" it runs one training step and replies its seconds; on
+    "stop" it replies its peak memory (MiB) and exits."""
     import resource
 
     torch.set_num_threads(args["threads"])
@@ -147,33 +149,63 @@ def measure_step(impl: str, size: str, args: dict[str, Any]) -> dict[str, Any]:
 
         keep_freed_memory()
     torch.manual_seed(0)
-    c = model_config(size, args["vocab"])
-    model, loss_fn = build(impl, c)
+    model, loss_fn = build(impl, model_config(size, args["vocab"]))
     model.to(device).train()
     if args["compile"]:
         loss_fn = torch.compile(loss_fn)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=tuned or None)
     batch = [t.to(device) for t in synthetic_batch(args["batch"], args["length"], args["vocab"])]
-    low = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[args["precision"]]
-    times = []
-    for k in range(args["warmup"] + args["steps"]):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
+    low = {"fp32": None, "bf16": torch.bfloat16}[args["precision"]]
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    conn.send("ready")
+    while conn.recv() == "step":
+        sync()
         start = time.perf_counter()
         with torch.autocast(device.type, dtype=low, enabled=low is not None):
             loss = loss_fn(*batch)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        if k >= args["warmup"]:
-            times.append(time.perf_counter() - start)
+        sync()
+        conn.send(time.perf_counter() - start)
     if device.type == "cuda":
-        peak = torch.cuda.max_memory_allocated(device) / 2**20
+        conn.send(torch.cuda.max_memory_allocated(device) / 2**20)
     else:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux -> MiB
-    return {"step_s": min(times), "peak_mib": peak}
+        conn.send(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # KiB on Linux -> MiB
+
+
+def measure_interleaved(size: str, impls: list[str], args: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Start one worker per implementation, then step them in turn (warmup + steps rounds), so that a busy
+    spell on a shared machine slows all of them alike; keep each one's fastest step."""
+    spawn = multiprocessing.get_context("spawn")
+    workers = {}
+    for impl in impls:
+        parent, child = spawn.Pipe()
+        process = spawn.Process(target=worker, args=(impl, size, args, child), daemon=True)
+        process.start()
+        workers[impl] = (process, parent)
+    try:
+        for _, conn in workers.values():
+            conn.recv()  # ready
+        times: dict[str, list[float]] = {impl: [] for impl in impls}
+        for k in range(args["warmup"] + args["steps"]):
+            for impl, (_, conn) in workers.items():
+                conn.send("step")
+                seconds = conn.recv()
+                if k >= args["warmup"]:
+                    times[impl].append(seconds)
+                    print(f"  {size:<5} {impl:<21} {seconds:.3f} s/step", file=sys.stderr, flush=True)
+        results = {}
+        for impl, (process, conn) in workers.items():
+            conn.send("stop")
+            results[impl] = {"step_s": min(times[impl]), "median_s": statistics.median(times[impl]),
+                             "peak_mib": conn.recv()}  # fmt: skip
+            process.join()
+        return results
+    finally:
+        for process, _ in workers.values():
+            if process.is_alive():
+                process.kill()
 
 
 def matmul_gflops(threads: int, device: str, precision: str = "fp32", n: int = 2048, repeats: int = 5) -> float:
@@ -213,8 +245,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="autocast (default: fp32)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per measurement (default: 1)")
-    parser.add_argument("--steps", type=int, default=3, help="timed steps per measurement (default: 3)")
-    parser.add_argument("--rounds", type=int, default=3, help="round-robin repeats; best kept (default: 3)")
+    parser.add_argument("--steps", type=int, default=6, help="timed steps of each model, in turn (default: 6)")
     parser.add_argument("--compile", action="store_true", help="torch.compile every model's forward + loss")
     parser.add_argument("--tune-peers", action="store_true", help="give the peers fused Adam and our allocator setting")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -228,19 +259,8 @@ def run(args: argparse.Namespace) -> int:
     settings.update(compile=args.compile, tune_peers=args.tune_peers)
     src, _, tgt_out = synthetic_batch(args.batch, args.length, args.vocab)
     src_tokens, tgt_tokens = int((src != 0).sum()), int((tgt_out != 0).sum())
-    spawn = multiprocessing.get_context("spawn")
-    best: dict[tuple[str, str], dict[str, Any]] = {}
-    gflops = 0.0
-    for _ in range(args.rounds):
-        gflops = max(gflops, matmul_gflops(args.threads, args.device, args.precision))
-        for size in sizes:
-            for impl in impls:
-                with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
-                    result = pool.submit(measure_step, impl, size, settings).result()
-                key = (size, impl)
-                if key not in best or result["step_s"] < best[key]["step_s"]:
-                    best[key] = result
-                print(f"  {size:<5} {impl:<21} {result['step_s']:.3f} s/step", file=sys.stderr, flush=True)
+    gflops = max(matmul_gflops(args.threads, args.device, args.precision) for _ in range(3))
+    best = {(size, impl): r for size in sizes for impl, r in measure_interleaved(size, impls, settings).items()}
     rows = []
     for size in sizes:
         c = model_config(size, args.vocab)
@@ -255,7 +275,8 @@ def run(args: argparse.Namespace) -> int:
             r = best[(size, impl)]
             rows.append({
                 "size": size, "impl": impl, "step_s": r["step_s"], "tgt_tokens_per_s": tgt_tokens / r["step_s"],
-                "tokens_per_s": (src_tokens + tgt_tokens) / r["step_s"], "peak_mib": r["peak_mib"],
+                "tokens_per_s": (src_tokens + tgt_tokens) / r["step_s"], "median_step_s": r["median_s"],
+                "peak_mib": r["peak_mib"],
                 "mfu": step_flops / r["step_s"] / (gflops * 1e9),
                 "speedup_vs_fastest_peer": fastest_peer / r["step_s"] if fastest_peer else None,
             })  # fmt: skip
