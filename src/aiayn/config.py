@@ -235,6 +235,7 @@ class TrainConfig:
     threads: int = 0  # torch CPU threads; 0 = torch's default
     reuse_memory: bool = True  # CPU: keep freed memory in the process (aiayn.training.cpu); faster steps
     compile: bool = False  # torch.compile the model for training
+    fsdp: bool = False  # shard parameters, gradients and Adam state over ranks (FSDP2) instead of DDP; world_size > 1
     progress: bool = True  # tqdm progress bar on stderr (rank 0 only)
     tensorboard: bool = True  # also write TensorBoard events when tensorboard is installed
 

@@ -6,6 +6,9 @@ torchrun sets RANK, WORLD_SIZE and LOCAL_RANK; `init_distributed` then joins the
 on CUDA or `gloo` on CPU. Each rank trains on its own deterministic shard of every epoch's batches
 (`aiayn.data.TokenBudgetBatches.shard`), DistributedDataParallel averages the gradients, and the all-reduce is
 skipped on non-final accumulation micro-steps (`no_sync`). Rank 0 alone writes checkpoints, logs and progress.
+With `train.fsdp`, FSDP2 (`torch.distributed.fsdp.fully_shard`) shards parameters, gradients and Adam state
+instead (`shard_model`); checkpoints gather the full weights and optimizer state (`full_model_state`,
+`full_optimizer_state`) and keep the single-process formats.
 Without those variables (WORLD_SIZE unset or 1) nothing here touches `torch.distributed`.
 """
 
@@ -78,6 +81,62 @@ def wrap_model(model: nn.Module, ctx: DistContext) -> nn.Module:
     return DistributedDataParallel(model, device_ids=device_ids)
 
 
+def shard_model(model: nn.Module) -> nn.Module:
+    """FSDP2 in place: every element of every nn.ModuleList (the encoder and decoder layers) is one unit, the
+    rest (embeddings, shared with the output projection, 3.4) the root's. Gradients are averaged over ranks."""
+    from torch.distributed.fsdp import fully_shard
+
+    lists = [m for m in model.modules() if isinstance(m, nn.ModuleList)]
+    for module_list in reversed(lists):  # innermost first: fully_shard goes bottom-up
+        for layer in module_list:
+            fully_shard(layer)
+    fully_shard(model)
+    return model
+
+
+def _state_options(rank0_only: bool) -> Any:
+    from torch.distributed.checkpoint.state_dict import StateDictOptions
+
+    return StateDictOptions(full_state_dict=True, cpu_offload=rank0_only)
+
+
+def full_model_state(model: nn.Module, rank0_only: bool = False) -> dict[str, torch.Tensor]:
+    """The full (unsharded) state dict of an FSDP model; a collective. rank0_only: on the CPU of rank 0 only,
+    the other ranks get {}."""
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
+    return get_model_state_dict(model, options=_state_options(rank0_only))
+
+
+def load_full_model_state(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Scatter a full state dict (the same on every rank) into an FSDP model's shards; a collective. Each tied
+    tensor is given once, under its first name (`named_parameters`), as FSDP holds it."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+    names = [name for name, _ in model.named_parameters()]
+    missing = [name for name in names if name not in state]
+    names += [name for name, _ in model.named_buffers() if name in state]  # persistent ones
+    if missing:
+        raise KeyError(f"full state dict lacks {', '.join(missing)}")
+    options = StateDictOptions(full_state_dict=True, strict=False)  # strict would demand the tied aliases too
+    set_model_state_dict(model, {name: state[name] for name in names}, options=options)
+
+
+def full_optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """The optimizer state of an FSDP model, unsharded and keyed by parameter name, on rank 0's CPU ({} on the
+    other ranks); a collective."""
+    from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
+
+    return get_optimizer_state_dict(model, optimizer, options=_state_options(True))
+
+
+def load_full_optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+    """Shard a `full_optimizer_state` (the same on every rank) into `optimizer`; a collective."""
+    from torch.distributed.checkpoint.state_dict import set_optimizer_state_dict
+
+    set_optimizer_state_dict(model, optimizer, state, options=_state_options(False))
+
+
 def unwrap_model(model: nn.Module) -> nn.Module:
     """The model inside DDP and/or torch.compile wrappers."""
     model = getattr(model, "_orig_mod", model)
@@ -87,11 +146,18 @@ def unwrap_model(model: nn.Module) -> nn.Module:
 
 @contextlib.contextmanager
 def no_sync(model: nn.Module, skip_sync: bool) -> Iterator[None]:
-    """Skip DDP's gradient all-reduce for this backward (non-final micro-steps of an accumulated update)."""
+    """Skip the gradient all-reduce (DDP) or reduce-scatter (FSDP2) for this backward (non-final micro-steps
+    of an accumulated update)."""
     inner = getattr(model, "_orig_mod", model)
     if skip_sync and hasattr(inner, "no_sync"):
         with inner.no_sync():
             yield
+    elif skip_sync and hasattr(inner, "set_requires_gradient_sync"):
+        inner.set_requires_gradient_sync(False)
+        try:
+            yield
+        finally:
+            inner.set_requires_gradient_sync(True)
     else:
         yield
 
@@ -138,9 +204,14 @@ __all__ = [
     "all_gather_object",
     "all_reduce_sum",
     "barrier",
+    "full_model_state",
+    "full_optimizer_state",
     "init_distributed",
+    "load_full_model_state",
+    "load_full_optimizer_state",
     "no_sync",
     "pick_device",
+    "shard_model",
     "shutdown",
     "unwrap_model",
     "wrap_model",

@@ -9,11 +9,15 @@ accumulating k micro-batches and k processes taking one each compute the same gr
 
 Everything the loop depends on is in `TrainState` and the checkpoint (`aiayn.training.checkpoint`): the batch
 plan is a function of (seed, epoch), so a resumed run replays exactly the updates the uninterrupted one made.
+
+With `train.fsdp` on several ranks the trained module is sharded (FSDP2) and `self.model` is a full replica,
+refreshed from the shards before validation, BLEU and checkpoints (a collective on every rank).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import sys
 import time
@@ -27,7 +31,19 @@ from tqdm import tqdm
 from aiayn.config import RunConfig
 from aiayn.data import ParallelDataset, TokenBudgetBatches, load_batch
 from aiayn.training import checkpoint as ckpt
-from aiayn.training.distributed import DistContext, all_gather_object, all_reduce_sum, barrier, no_sync, wrap_model
+from aiayn.training.distributed import (
+    DistContext,
+    all_gather_object,
+    all_reduce_sum,
+    barrier,
+    full_model_state,
+    full_optimizer_state,
+    load_full_model_state,
+    load_full_optimizer_state,
+    no_sync,
+    shard_model,
+    wrap_model,
+)
 from aiayn.training.loss import label_smoothed_nll_loss
 from aiayn.training.metrics_log import MetricsLog, TrainMeter
 from aiayn.training.plan import EpochPlan, plan_epoch
@@ -63,20 +79,27 @@ class Trainer:
         ctx: DistContext | None = None,
     ) -> None:
         self.ctx = ctx = ctx or DistContext()
-        self.model = model.to(ctx.device)  # the bare model: checkpoints, validation, BLEU
         self.run, self.cfg = run, run.train
         self.train_set, self.valid_set = train_set, valid_set
         c = self.cfg
         if not (c.max_updates or c.max_epochs or c.max_minutes):
             raise ValueError("set at least one of train.max_updates, train.max_epochs, train.max_minutes")
-        self.optimizer = adam(model, c)
+        model = model.to(ctx.device)
+        self.fsdp = c.fsdp and ctx.distributed
+        if self.fsdp:  # a full replica for checkpoints, validation and BLEU; the original is sharded in place
+            self.model = copy.deepcopy(model)
+            self.trained = self.net = shard_model(model)
+        else:
+            self.model = self.trained = model  # the bare model: checkpoints, validation, BLEU
+            self.net = wrap_model(model, ctx)  # what forward/backward go through
+        self._replica_step = 0  # the update the replica's weights are from
+        self.optimizer = adam(self.trained, c)
         self.scheduler = inverse_sqrt_schedule(self.optimizer, run.model.d_model, c.warmup, c.lr_scale)
         self.dtype = resolve_precision(c.precision, ctx.device)
         self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=self.dtype == torch.float16)
         self.batches = TokenBudgetBatches(
             train_set.src_lengths, train_set.tgt_lengths, run.data.max_tokens, c.seed, True, run.data.max_sentences
         )
-        self.net = wrap_model(model, ctx)  # what forward/backward go through
         if c.compile:
             self.net = torch.compile(self.net)
         self.state = TrainState()
@@ -137,7 +160,7 @@ class Trainer:
             src_tokens, tgt_tokens = src_tokens + batch.src_tokens, tgt_tokens + batch.tgt_tokens
         if self.cfg.clip_norm:
             self.scaler.unscale_(self.optimizer)
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
+            nn.utils.clip_grad_norm_(self.trained.parameters(), self.cfg.clip_norm)
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
@@ -197,8 +220,15 @@ class Trainer:
         self.bar.set_postfix(loss=f"{record['loss']:.3f}", ppl=f"{record['ppl']:.1f}", lr=f"{self._lr:.2e}",
                              tok_s=f"{record['tokens_per_s']:.0f}", refresh=False)  # fmt: skip
 
+    def _sync_replica(self) -> None:
+        """FSDP: gather the current weights into the full replica `self.model` (every rank takes part)."""
+        if self.fsdp and self._replica_step != self.state.step:
+            self.model.load_state_dict(full_model_state(self.trained))
+            self._replica_step = self.state.step
+
     def _validate(self) -> None:
         run, s = self.run, self.state
+        self._sync_replica()
         result = validation_loss(
             self.model, self.valid_set, run.data.max_tokens, run.model.eps_ls, run.model.pad_id, self.ctx,
             self._autocast,
@@ -215,6 +245,7 @@ class Trainer:
 
     def _bleu(self) -> None:
         self._last["bleu"] = self.state.step
+        self._sync_replica()
         if not self.ctx.is_main:
             return
         n = min(self.cfg.bleu_max_sentences, len(self.valid_set))
@@ -232,10 +263,12 @@ class Trainer:
         s, c = self.state, self.cfg
         s.train_seconds = time.perf_counter() - self._clock
         rng = all_gather_object(ckpt.capture_rng(), self.ctx)
+        self._sync_replica()
+        optimizer = full_optimizer_state(self.trained, self.optimizer) if self.fsdp else self.optimizer.state_dict()
         if self.ctx.is_main:
             state = {
                 **vars(s), "world_size": self.ctx.world_size, "update_freq": c.update_freq, "rng": rng,
-                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "fsdp": self.fsdp, "optimizer": optimizer, "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,
             }  # fmt: skip
             info = {"step": s.step, "epoch": s.epoch, "best_valid_loss": s.best_valid_loss}
@@ -248,8 +281,15 @@ class Trainer:
     def restore(self, checkpoint: str | Path) -> None:
         """Continue from a checkpoint: weights, optimizer, schedule, data position and RNG states."""
         saved = ckpt.load_training_state(checkpoint)
+        if saved.get("fsdp", False) != self.fsdp:  # the two optimizer-state layouts differ
+            raise ValueError(f"{checkpoint} was written with train.fsdp={saved.get('fsdp', False)} on "
+                             f"{saved['world_size']} ranks; resume it with the same train.fsdp")  # fmt: skip
         ckpt.load_model_weights(self.model, checkpoint)
-        self.optimizer.load_state_dict(saved["optimizer"])
+        if self.fsdp:
+            load_full_model_state(self.trained, self.model.state_dict())
+            load_full_optimizer_state(self.trained, self.optimizer, saved["optimizer"])
+        else:
+            self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
         if saved["scaler"] is not None and self.scaler.is_enabled():
             self.scaler.load_state_dict(saved["scaler"])
@@ -264,7 +304,7 @@ class Trainer:
             torch.manual_seed(self.cfg.seed + 10_000 * (self.ctx.rank + 1) + self.state.step)
             layout = f"world_size x update_freq = {saved['world_size']} x {saved['update_freq']}"
             self._say(f"warning: {checkpoint} was written with {layout}; this resume is not exact")
-        self._last["save"] = self.state.step
+        self._last["save"] = self._replica_step = self.state.step
         if self.ctx.is_main:
             self.log.truncate_after(self.state.step)
 
