@@ -1,0 +1,29 @@
+"""`aiayn info` reports what the model itself counts."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from aiayn.cli import main
+from aiayn.config import preset
+from aiayn.model import Transformer
+
+
+def test_info_json_matches_the_model(capsys) -> None:
+    assert main(["info", "--preset", "base", "--vocab-size", "37000", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    with torch.device("meta"):
+        model = Transformer(preset("base", src_vocab_size=37000, tgt_vocab_size=37000))
+    assert report["parameters"] == model.num_parameters() == 63_082_496
+    assert report["parameters_without_embeddings"] == model.num_parameters(embeddings=False)
+    assert report["parameters"] - report["parameters_without_embeddings"] == 37000 * 512
+    assert report["forward_flops_per_target_token"] > report["forward_flops_per_source_token"] > 0
+
+
+def test_info_override_and_bad_field(capsys) -> None:
+    assert main(["info", "--preset", "tiny", "--set", "model.N=2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["N"] == 2
+    assert main(["info", "--preset", "tiny", "--set", "model.N_layers=2"]) == 1
+    assert "unknown field model.N_layers" in capsys.readouterr().err
