@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 RUN=${1:-runs/multi30k-tiny}
 AIAYN=${AIAYN:-.venv/bin/aiayn}
 DATA=$(.venv/bin/python -c 'from aiayn.data import resolve_data_dir; print(resolve_data_dir())')/multi30k
-"$AIAYN" average --run "$RUN" --last 5 --out "$RUN/averaged"
+"$AIAYN" average --run "$RUN" --last 5 --out "$RUN/averaged" --force
 for MODEL in "$RUN/checkpoint-best" "$RUN/averaged"; do
   echo "== $MODEL: raw cased detokenized text"
   "$AIAYN" evaluate --model "$MODEL" --src "$DATA/test2016.en" --ref "$DATA/test2016.de" --beam 4 --quiet \
