@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from aiayn.visualization.style import COLORS, new_figure
 
@@ -126,6 +126,7 @@ def plot_curves(records: list[dict[str, Any]], title: str = "") -> Figure:
     _panel(axes[0][1], series, "ppl", "Perplexity exp(NLL)", "perplexity")
     if any(name == "ppl" for _, name in series):
         axes[0][1].set_yscale("log")
+        axes[0][1].yaxis.set_minor_formatter(NullFormatter())  # decades only: minor labels overlap
         plain = FuncFormatter(lambda value, _: f"{value:g}")
         axes[0][1].yaxis.set_major_formatter(plain)
         axes[0][1].yaxis.set_minor_formatter(plain)
