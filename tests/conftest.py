@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from aiayn.config import ModelConfig
+from aiayn.data.download import resolve_data_dir
 
 PAD = 0
 
@@ -28,3 +31,13 @@ def random_batch(batch: int, length: int, vocab: int, generator: torch.Generator
 @pytest.fixture
 def generator() -> torch.Generator:
     return torch.Generator().manual_seed(0)
+
+
+def multi30k_dir() -> Path:
+    """The real Multi30k folder: $AIAYN_DATA_DIR, ../shared/data, or the shared folder beside this checkout."""
+    folder = resolve_data_dir() / "multi30k"
+    if not (folder / "train.en").is_file():  # run from elsewhere than the repository root
+        folder = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
+    if not (folder / "train.en").is_file():
+        pytest.skip("Multi30k not found; set AIAYN_DATA_DIR")
+    return folder

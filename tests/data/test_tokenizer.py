@@ -9,17 +9,8 @@ import sentencepiece as spm
 
 from aiayn.config import ModelConfig
 from aiayn.data.corpus import CorpusError
-from aiayn.data.download import resolve_data_dir
 from aiayn.data.tokenizer import TOKENIZER_FILENAME, Tokenizer
-
-
-def multi30k_dir() -> Path:
-    folder = resolve_data_dir() / "multi30k"
-    if not (folder / "train.en").is_file():  # run from elsewhere than the repository root
-        folder = Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k"
-    if not (folder / "train.en").is_file():
-        pytest.skip("Multi30k not found; set AIAYN_DATA_DIR")
-    return folder
+from tests.conftest import multi30k_dir
 
 
 def head(path: Path, n: int) -> list[str]:

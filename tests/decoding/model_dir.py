@@ -6,21 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from aiayn.data import TOKENIZER_FILENAME, Tokenizer, resolve_data_dir
+from aiayn.data import TOKENIZER_FILENAME, Tokenizer
+from tests.conftest import multi30k_dir
 from tests.decoding.conftest import peaky_model
 
 MAX_POSITIONS = 24  # learned positions: sources of at most 23 subwords + EOS
 
 
-def multi30k_dir() -> Path:
-    folder = resolve_data_dir() / "multi30k"
-    if not (folder / "train.en").is_file():
-        folder = Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k"
-    if not (folder / "train.en").is_file():
-        pytest.skip("Multi30k not found; set AIAYN_DATA_DIR")
-    return folder
 
 
 def build_model_dir(root: Path) -> Path:

@@ -8,18 +8,12 @@ from pathlib import Path
 import pytest
 
 from aiayn.config import RunConfig, build_run_config
-from aiayn.data import prepare, resolve_data_dir
+from aiayn.data import prepare
+from tests.conftest import multi30k_dir
 
 TRAIN_PAIRS, VALID_PAIRS, VOCAB = 1000, 200, 500
 
 
-def multi30k_dir() -> Path:
-    folder = resolve_data_dir() / "multi30k"
-    if not (folder / "train.en").is_file():  # run from elsewhere than the repository root
-        folder = Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k"
-    if not (folder / "train.en").is_file():
-        pytest.skip("Multi30k not found; set AIAYN_DATA_DIR")
-    return folder
 
 
 def _head(source: Path, target: Path, n: int) -> None:

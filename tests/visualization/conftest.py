@@ -11,22 +11,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from aiayn.data.download import resolve_data_dir
 from aiayn.data.tokenizer import TOKENIZER_FILENAME, Tokenizer
 from aiayn.model import Transformer
-from tests.conftest import tiny_config
+from tests.conftest import multi30k_dir, tiny_config
 
 SOURCE = "A man in an orange hat starring at something."
 TARGET = "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt."
 
 
-def multi30k_dir() -> Path:
-    folder = resolve_data_dir() / "multi30k"
-    if not (folder / "train.en").is_file():  # run from elsewhere than the repository root
-        folder = Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k"
-    if not (folder / "train.en").is_file():
-        pytest.skip("Multi30k not found; set AIAYN_DATA_DIR")
-    return folder
 
 
 @pytest.fixture(scope="session")
