@@ -14,7 +14,8 @@ take turns, one step each, `--steps` times, and each keeps its fastest step: on 
 then slows all of them alike, and the least disturbed step is the most faithful. Reported: target and total
 (source + target) tokens/s, peak memory (RSS on CPU, max allocated on CUDA), and model FLOPs utilisation:
 3 x forward FLOPs (`flops_per_token`) per second over the machine's matmul rate in the same precision,
-measured in the same run (best of 3). All models of a size are in memory at once (base: ~15 GB on CPU).
+measured in the same run (best of 3 before and 3 after the models). All models of a size are in memory at
+once (base: ~15 GB on CPU).
 
     aiayn bench training --sizes tiny,base --threads 2
     python -m aiayn.benchmarks.training --sizes tiny --steps 3 --precision bf16
@@ -259,8 +260,9 @@ def run(args: argparse.Namespace) -> int:
     settings.update(compile=args.compile, tune_peers=args.tune_peers)
     src, _, tgt_out = synthetic_batch(args.batch, args.length, args.vocab)
     src_tokens, tgt_tokens = int((src != 0).sum()), int((tgt_out != 0).sum())
-    gflops = max(matmul_gflops(args.threads, args.device, args.precision) for _ in range(3))
+    rate = [matmul_gflops(args.threads, args.device, args.precision) for _ in range(3)]
     best = {(size, impl): r for size in sizes for impl, r in measure_interleaved(size, impls, settings).items()}
+    gflops = max(rate + [matmul_gflops(args.threads, args.device, args.precision) for _ in range(3)])
     rows = []
     for size in sizes:
         c = model_config(size, args.vocab)
