@@ -152,3 +152,6 @@ def test_projecting_selected_hidden_states_equals_full_logits(model: Transformer
         assert hidden.logits is None
         real = tgt.ne(PAD)
         assert (model.project(hidden.hidden[real]) - full[real]).abs().max() <= 1e-5
+        selected = model(src, tgt, real)  # the trainer's path: forward with a selection
+        assert selected.shape == (int(real.sum()), 37)
+        assert (selected - full[real]).abs().max() <= 1e-5

@@ -107,7 +107,12 @@ def build(impl: str, c: ModelConfig) -> tuple[nn.Module, Any]:
         from aiayn.training.loss import label_smoothed_nll_loss
 
         model: nn.Module = Transformer(c)
-        return model, lambda s, ti, to: label_smoothed_nll_loss(model(s, ti), to, c.eps_ls, c.pad_id)[0]
+
+        def ours(s: torch.Tensor, ti: torch.Tensor, to: torch.Tensor) -> torch.Tensor:
+            real = to != c.pad_id  # as the trainer does: project only the real targets
+            return label_smoothed_nll_loss(model(s, ti, real), to[real], c.eps_ls, c.pad_id)[0]
+
+        return model, ours
 
     def smoothed(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         V = logits.size(-1)

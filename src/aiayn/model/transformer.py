@@ -97,9 +97,15 @@ class Transformer(nn.Module):
         hidden, self_att, cross_att = self.decoder(x, Memory(memory.hidden, memory.mask), None, need_weights)
         return DecoderOutput(self.project(hidden) if project else None, hidden, self_att, cross_att)
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Logits [B,T,V] for every target position given source and shifted-right target (3.1)."""
-        return self.decode(tgt_in, self.encode(src)).logits
+    def forward(self, src: Tensor, tgt_in: Tensor, select: Tensor | None = None) -> Tensor:
+        """Logits [B,T,V] for every target position given source and shifted-right target (3.1).
+
+        With `select` (bool [B,T], e.g. the non-padding targets) only the selected positions go through the
+        final linear: logits [M,V] in row-major order of `select`, M = select.sum(). Padding then costs nothing
+        in the vocabulary projection, the largest matrix of a small model.
+        """
+        out = self.decode(tgt_in, self.encode(src), project=select is None)
+        return out.logits if select is None else self.project(out.hidden[select])
 
     def log_probs(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         return F.log_softmax(self.forward(src, tgt_in).float(), dim=-1)

@@ -153,8 +153,9 @@ class Trainer:
             batch = load_batch(self.train_set, indices).to(ctx.device, non_blocking=True)
             with no_sync(self.net, skip_sync=i < len(group) - 1):
                 with self._autocast():
-                    logits = self.net(batch.src, batch.tgt_in)
-                    loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, run.model.eps_ls, run.model.pad_id)
+                    real = batch.tgt_out != run.model.pad_id
+                    logits = self.net(batch.src, batch.tgt_in, real)  # projected at real targets only
+                    loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out[real], run.model.eps_ls, run.model.pad_id)
                 self.scaler.scale(loss * (ctx.world_size / global_tokens)).backward()  # DDP divides by W
             loss_sum, nll_sum = loss_sum + loss.detach(), nll_sum + nll
             src_tokens, tgt_tokens = src_tokens + batch.src_tokens, tgt_tokens + batch.tgt_tokens
