@@ -234,6 +234,7 @@ class TrainConfig:
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 on a GPU that has it, else fp32
     threads: int = 0  # torch CPU threads; 0 = torch's default
     reuse_memory: bool = True  # CPU: keep freed memory in the process (aiayn.training.cpu); faster steps
+    linear_kernel: Literal["auto", "onednn", "torch"] = "auto"  # float32 CPU products: auto = oneDNN if available
     compile: bool = False  # torch.compile the model for training
     fsdp: bool = False  # shard parameters, gradients and Adam state over ranks (FSDP2) instead of DDP; world_size > 1
     progress: bool = True  # tqdm progress bar on stderr (rank 0 only)
@@ -253,6 +254,8 @@ class TrainConfig:
             raise ConfigError("train.adam_beta1/adam_beta2 must be in [0, 1) and train.adam_eps > 0")
         if self.precision not in ("auto", "fp32", "bf16", "fp16"):
             raise ConfigError(f"train.precision must be auto, fp32, bf16 or fp16, got {self.precision!r}")
+        if self.linear_kernel not in ("auto", "onednn", "torch"):
+            raise ConfigError(f"train.linear_kernel must be auto, onednn or torch, got {self.linear_kernel!r}")
 
 
 # --- generic helpers shared by every config dataclass ------------------------------------------------------

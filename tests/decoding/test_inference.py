@@ -11,6 +11,7 @@ import torch
 from aiayn.config import DecodeConfig
 from aiayn.decoding import generate
 from aiayn.decoding.inference import PackedLinear, onednn_available, optimize_for_inference
+from aiayn.model import MultiHeadAttention
 from tests.decoding.conftest import peaky_model, random_sources
 
 VOCAB = 12
@@ -32,6 +33,24 @@ def test_every_linear_and_the_output_projection_are_packed(models):
     assert "project" in vars(fast)
     assert {k: v.shape for k, v in plain.state_dict().items()} == {k: v.shape for k, v in fast.state_dict().items()}
     assert all(torch.equal(v, fast.state_dict()[k]) for k, v in plain.state_dict().items())
+
+
+@needs_onednn
+def test_encoder_decoder_projections_use_packed_row_blocks(models):
+    plain, fast = models
+    pairs = [(a, b) for a, b in zip(plain.modules(), fast.modules(), strict=True) if isinstance(a, MultiHeadAttention)]
+    x = torch.randn(5, 2, plain.config.d_model)
+    for a, b in pairs:
+        assert "linear_q" in vars(b) and "linear_kv" in vars(b)  # shadowed on the instance
+        with torch.inference_mode():
+            assert torch.allclose(a.linear_q(x), b.linear_q(x), atol=1e-5)
+            assert torch.allclose(a.linear_kv(x), b.linear_kv(x), atol=1e-5)
+    copied = copy.deepcopy(fast)  # the copy packs its own weights, not the original's
+    attention = next(m for m in copied.modules() if isinstance(m, MultiHeadAttention))
+    with torch.no_grad():
+        attention.in_proj.weight.zero_()
+        attention.in_proj.bias.fill_(1.0)
+        assert torch.equal(attention.linear_q(x), torch.ones(5, 2, attention.h * attention.d_k))
 
 
 @pytest.mark.parametrize("config", [DecodeConfig(greedy=True), DecodeConfig(beam=4, nbest=3)], ids=["greedy", "beam"])

@@ -107,6 +107,50 @@ def test_cache_reorder_equals_full_pass_of_reordered_prefixes(model, generator, 
             assert (logits - expected[:, t]).abs().max() <= 1e-5, f"step {t}"
 
 
+@pytest.mark.parametrize(
+    ("index", "grouped"),
+    [
+        (torch.tensor([1, 1, 0, 5, 3, 3]), True),  # beams re-ranked within their sentences
+        (torch.tensor([4, 3, 3]), True),  # sentence 0 finished: whole groups kept, the cache shrinks
+        (torch.tensor([3, 4, 5, 0, 2, 2]), True),  # sentences swapped
+        (torch.tensor([5, 0, 0, 3, 1, 2]), False),  # rows leave their sentence: per-row keys/values
+    ],
+)
+def test_grouped_cache_equals_full_pass(model, generator, index: torch.Tensor, grouped: bool) -> None:
+    """Encoder-decoder keys/values stored once per sentence (group = beams) give the per-row results, through
+    steps and every kind of reorder."""
+    beam, sentences = 3, 2
+    src, _ = random_batch(sentences, 6, 37, generator, min_length=2)
+    rows_src = src.repeat_interleave(beam, dim=0)  # what each row reads
+    tgt = torch.randint(4, 37, (sentences * beam, 10), generator=generator)
+    with torch.no_grad():
+        cache = model.init_cache(model.encode(src), group=beam)
+        assert cache.batch_size == sentences * beam and cache.cross_k[0].size(0) == sentences
+        expected = full_logits(model, rows_src, tgt)
+        for t in range(4):
+            logits, cache = model.step(tgt[:, t], cache)
+            assert (logits - expected[:, t]).abs().max() <= 1e-5, f"step {t}"
+        cache.reorder(index, source_changed=True)
+        assert (cache.group == beam) == grouped and cache.batch_size == index.numel()
+        reordered = torch.cat([tgt[index, :4], tgt[index, 4:]], dim=1)
+        expected = full_logits(model, rows_src[index], reordered)
+        for t in range(4, 10):
+            logits, cache = model.step(reordered[:, t], cache)
+            assert (logits - expected[:, t]).abs().max() <= 1e-5, f"step {t}"
+
+
+def test_grouped_cross_attention_weights_equal_per_row(model, generator) -> None:
+    src, _ = random_batch(2, 7, 37, generator)
+    tgt = torch.randint(4, 37, (4, 3), generator=generator)
+    with torch.no_grad():
+        expected = model.decode(tgt, model.encode(src.repeat_interleave(2, 0)), need_weights=True)
+        cache = model.init_cache(model.encode(src), group=2)
+        _, _, out = model.step(tgt, cache, need_weights=True)
+    for got, want in zip(out.cross_attentions, expected.cross_attentions, strict=True):
+        assert got.shape == want.shape == (4, 4, 3, 7)
+        assert (got - want).abs().max() <= 1e-6
+
+
 def test_cache_shrinks_to_live_rows(model: Transformer, generator: torch.Generator) -> None:
     src, _ = random_batch(4, 6, 37, generator)
     tgt = torch.randint(4, 37, (4, 7), generator=generator)

@@ -4,18 +4,20 @@ For each model size, one training step (forward, label-smoothed loss, backward, 
 synthetic batch of ~4,096 target tokens is timed for
 
     aiayn                  this package's Transformer, set up as `aiayn train` runs it (fused Adam; on CPU the
-                           allocator keeps freed memory, `aiayn.training.cpu`)
+                           allocator keeps freed memory, `aiayn.training.cpu`, and float32 linear layers run
+                           on oneDNN, `aiayn.training.onednn`; the loss projects only non-padding targets)
     torch.nn.Transformer   the same architecture assembled from PyTorch's module (tied embeddings, sinusoids)
     hf-marian              Hugging Face `MarianMTModel` of the same size (if transformers is installed)
 
-the peers as they run by default (torch.optim.Adam, default allocator), or with `--tune-peers` with the same
-two settings as ours. Each model lives in its own fresh process (so peak memory is its own); the processes
-take turns, one step each, `--steps` times, and each keeps its fastest step: on a shared CPU a busy spell
-then slows all of them alike, and the least disturbed step is the most faithful. Reported: target and total
-(source + target) tokens/s, peak memory (RSS on CPU, max allocated on CUDA), and model FLOPs utilisation:
-3 x forward FLOPs (`flops_per_token`) per second over the machine's matmul rate in the same precision,
-measured in the same run (best of 3 before and 3 after the models). All models of a size are in memory at
-once (base: ~15 GB on CPU).
+the peers as they run by default (torch.optim.Adam, default allocator, torch's float32 GEMM), or with
+`--tune-peers` with our fused Adam and allocator setting, and with `--onednn-peers` with their `nn.Linear` layers
+swapped to `aiayn.training.onednn.OneDnnLinear` too. Each model lives in its own fresh process (so peak memory is
+its own); the processes take turns, one step each, `--steps` times, and each keeps its fastest step: on a shared
+CPU a busy spell then slows all of them alike, and the least disturbed step is the most faithful. Reported: target
+and total (source + target) tokens/s, peak memory (RSS on CPU, max allocated on CUDA), and model FLOPs
+utilisation: 3 x forward FLOPs (`flops_per_token`) per second over the machine's matmul rate in the same precision
+(float32: the faster of torch's default GEMM and oneDNN's), measured in the same run (best of 3 before and 3 after
+the models). All models of a size are in memory at once (base: ~15 GB on CPU).
 
     aiayn bench training --sizes tiny,base --threads 2
     python -m aiayn.benchmarks.training --sizes tiny --steps 3 --precision bf16
@@ -157,6 +159,14 @@ def worker(impl: str, size: str, args: dict[str, Any], conn: Any) -> None:
     torch.manual_seed(0)
     model, loss_fn = build(impl, model_config(size, args["vocab"]))
     model.to(device).train()
+    if device.type == "cpu" and args["precision"] == "fp32" and (impl == "aiayn" or args["onednn_peers"]):
+        from aiayn.training.onednn import OneDnnLinear, onednn_available, use_onednn_linears
+
+        if onednn_available():
+            if impl == "aiayn":
+                use_onednn_linears(model)  # as the trainer's train.linear_kernel=auto does
+            else:
+                _swap_to_onednn(model, OneDnnLinear)
     if args["compile"]:
         loss_fn = torch.compile(loss_fn)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=tuned or None)
@@ -178,6 +188,14 @@ def worker(impl: str, size: str, args: dict[str, Any], conn: Any) -> None:
         conn.send(torch.cuda.max_memory_allocated(device) / 2**20)
     else:
         conn.send(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # KiB on Linux -> MiB
+
+
+def _swap_to_onednn(module: nn.Module, cls: Any) -> None:
+    for name, child in module.named_children():
+        if type(child) is nn.Linear:
+            setattr(module, name, cls.from_linear(child))
+        else:
+            _swap_to_onednn(child, cls)
 
 
 def measure_interleaved(size: str, impls: list[str], args: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -215,19 +233,27 @@ def measure_interleaved(size: str, impls: list[str], args: dict[str, Any]) -> di
 
 
 def matmul_gflops(threads: int, device: str, precision: str = "fp32", n: int = 2048, repeats: int = 5) -> float:
-    """The machine's matmul rate in `precision`: best of `repeats` n x n x n products (2 n^3 FLOPs each)."""
+    """The machine's matmul rate in `precision`: best of `repeats` n x n x n products (2 n^3 FLOPs each); for
+    float32 on CPU the faster of torch's default GEMM and oneDNN's (`aiayn.training.onednn`)."""
     torch.set_num_threads(threads)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+    products = [lambda: a @ b]
+    if device == "cpu" and precision == "fp32":
+        from aiayn.training.onednn import onednn_available, onednn_linear
+
+        if onednn_available():
+            products.append(lambda: onednn_linear(a, b))
     best = float("inf")
-    for _ in range(repeats + 1):
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        a @ b
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
+    for product in products:
+        for _ in range(repeats + 1):
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            product()
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            best = min(best, time.perf_counter() - start)
     return 2 * n**3 / best / 1e9
 
 
@@ -254,6 +280,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=6, help="timed steps of each model, in turn (default: 6)")
     parser.add_argument("--compile", action="store_true", help="torch.compile every model's forward + loss")
     parser.add_argument("--tune-peers", action="store_true", help="give the peers fused Adam and our allocator setting")
+    parser.add_argument("--onednn-peers", action="store_true", help="run the peers' float32 nn.Linear on oneDNN too")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -262,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
     impls = [i.strip() for i in args.impls.split(",") if i.strip() and _available(i.strip())]
     keys = ("vocab", "batch", "length", "threads", "device", "precision", "warmup", "steps")
     settings = {k: getattr(args, k) for k in keys}
-    settings.update(compile=args.compile, tune_peers=args.tune_peers)
+    settings.update(compile=args.compile, tune_peers=args.tune_peers, onednn_peers=args.onednn_peers)
     src, _, tgt_out = synthetic_batch(args.batch, args.length, args.vocab)
     src_tokens, tgt_tokens = int((src != 0).sum()), int((tgt_out != 0).sum())
     rate = [matmul_gflops(args.threads, args.device, args.precision) for _ in range(3)]
@@ -293,7 +320,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{args.precision} matmul: {gflops:.0f} GFLOP/s ({args.threads} threads, {args.device}); "
           f"batch {args.batch} x {args.length}: {src_tokens} source + {tgt_tokens} target tokens; vocab {args.vocab}; "
-          f"{args.precision} autocast; peers {'tuned' if args.tune_peers else 'as by default'}")  # fmt: skip
+          f"{args.precision} autocast; peers {'tuned' if args.tune_peers else 'as by default'}"
+          f"{', oneDNN linears' if args.onednn_peers else ''}")  # fmt: skip
     print(f"{'size':<6}{'implementation':<22}{'s/step':>8}{'tgt tok/s':>11}{'tok/s':>9}{'peak MiB':>10}{'MFU':>7}"
           f"{'vs fastest peer':>17}")  # fmt: skip
     for r in rows:

@@ -9,9 +9,12 @@ shapes). What changes:
 - every `nn.Linear` becomes a `PackedLinear` sharing the same parameters (state_dict keys and values are
   unchanged), which multiplies with the packed copy when no gradient is needed and repacks if the weight
   was modified since;
+- the encoder-decoder attention's query and key/value products, which use row blocks of the fused `in_proj`
+  (`MultiHeadAttention.linear_q` / `linear_kv`), get packed copies of those blocks through instance
+  attributes shadowing the two methods;
 - the model's final projection (the pre-softmax linear of 3.4, tied to the embeddings) gets the same packed
-  treatment through an instance attribute `project` that shadows `Transformer.project` (the model exposes no
-  module for it; see the decoding report for the proposed model change that would make this a module swap).
+  treatment through an instance attribute `project` that shadows `Transformer.project` (the tied weight is
+  the embedding's parameter, so no module of its own holds it).
 
 With `int8=True` the decoder's linear layers are quantized dynamically to int8 (torch.ao, fbgemm kernels)
 instead: faster and approximate, for comparison with CTranslate2's int8 mode.
@@ -29,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from aiayn.model import Transformer
+from aiayn.model import MultiHeadAttention, Transformer
 
 _PACK_BATCH_HINT = 256  # rows oneDNN tunes its packed layout for (beam 4 x 64 sentences); any row count works
 
@@ -60,7 +63,9 @@ class _Packed:
             self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight.detach(), _PACK_BATCH_HINT)
         self.version = self.weight._version
 
-    def usable(self, x: Tensor) -> bool:
+    @staticmethod
+    def usable(x: Tensor) -> bool:
+        """Whether the packed product applies: no gradient wanted, float32 on CPU."""
         return not torch.is_grad_enabled() and x.dtype == torch.float32 and x.device.type == "cpu"
 
     def __call__(self, x: Tensor, bias: Tensor | None) -> Tensor:
@@ -101,6 +106,39 @@ class _PackedProjection:
         return Transformer.project(self.model, hidden)
 
 
+class _PackedRows:
+    """Stands in for `MultiHeadAttention.linear_q` / `linear_kv`: x times rows [start, stop) of `in_proj`,
+    packed on first use (and again if `in_proj` gets a new weight)."""
+
+    def __init__(self, attention: MultiHeadAttention, start: int, stop: int) -> None:
+        self.attention, self.start, self.stop = attention, start, stop
+        self.weight: Tensor | None = None
+        self._packed: _Packed | None = None
+
+    def __deepcopy__(self, memo: dict) -> _PackedRows:
+        return _PackedRows(copy.deepcopy(self.attention, memo), self.start, self.stop)  # repacks when used
+
+    def __call__(self, x: Tensor) -> Tensor:
+        in_proj = self.attention.in_proj
+        weight = in_proj.weight
+        bias = None if in_proj.bias is None else in_proj.bias[self.start : self.stop]
+        if self._packed is None or weight is not self.weight:
+            if not _Packed.usable(x):
+                return F.linear(x, weight[self.start : self.stop], bias)
+            self.weight, self._packed = weight, _Packed(weight[self.start : self.stop])  # a view: tracks updates
+        if self._packed.usable(x):
+            return self._packed(x, bias)
+        return F.linear(x, weight[self.start : self.stop], bias)
+
+
+def _pack_attention_rows(model: nn.Module) -> None:
+    for module in model.modules():
+        if isinstance(module, MultiHeadAttention) and type(module.in_proj) in (nn.Linear, PackedLinear):
+            hk, rows = module.h * module.d_k, module.in_proj.out_features
+            module.linear_q = _PackedRows(module, 0, hk)  # shadows the method on this instance only
+            module.linear_kv = _PackedRows(module, hk, rows)
+
+
 def _swap_linears(module: nn.Module, skip: tuple[str, ...] = ()) -> None:
     for name, child in module.named_children():
         if type(child) is nn.Linear and name not in skip:
@@ -131,6 +169,7 @@ def optimize_for_inference(model: Transformer, int8: bool = False) -> Transforme
         model = quantize_int8(model)
     if onednn_available():
         _swap_linears(model)
+        _pack_attention_rows(model)
         model.project = _PackedProjection(model)  # shadows Transformer.project on this instance only
     return model
 

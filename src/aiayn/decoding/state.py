@@ -3,11 +3,11 @@
 Searches depend only on this small protocol, so the same search runs on
 
 - `CachedDecoderState`: the model's incremental protocol. The encoder output and the encoder-decoder keys and
-  values are computed once (`Transformer.init_cache`); each step feeds one token per row and appends its
+  values are computed and stored once per sentence (`Transformer.init_cache(memory, group=copies)`: a
+  sentence's rows attend to them as query rows); each step feeds one token per row and appends its
   self-attention keys/values; beams are re-ranked with `KVCache.reorder_within(rows)` (the same as
-  `reorder(rows, source_changed=False)`: the cross keys/values of a sentence's beams are identical, so they are
-  not copied; and of the self-attention buffers only rows whose history changes are), and rows of finished
-  sentences are dropped with a shrinking `reorder`.
+  `reorder(rows, source_changed=False)`, copying only the rows whose history changes), and rows of finished
+  sentences are dropped with a shrinking `reorder` (whole groups: the per-sentence keys/values follow).
 - `RecomputeDecoderState`: the naive decoder, which runs the whole prefix through the decoder at every step
   (cost quadratic in the output length); a reference for tests and the benchmark's baseline.
 
@@ -21,7 +21,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from aiayn.model import EncoderOutput, KVCache, Transformer
+from aiayn.model import EncoderOutput, Transformer
 
 
 class DecoderState(Protocol):
@@ -44,20 +44,9 @@ class CachedDecoderState:
     ) -> None:
         self.model = model
         self.need_weights = need_weights
-        self.cache = model.init_cache(memory, capacity=capacity if copies == 1 else 1)  # cross K/V: once
-        if copies > 1:  # each copy's row gets its sentence's cross K/V, and empty self-attention buffers
-            rows = torch.arange(memory.hidden.size(0), device=memory.hidden.device).repeat_interleave(copies)
-            self.cache.reorder(rows, source_changed=True)
-            first = self.cache.self_k[0]
-            self.cache.self_k, self.cache.self_v = KVCache.allocate(
-                rows.numel(),
-                len(self.cache.self_k),
-                first.size(1),
-                first.size(3),
-                self.cache.self_v[0].size(3),
-                capacity,
-                like=first,
-            )
+        # Encoder-decoder keys/values once per sentence, its `copies` rows attending as query rows of it;
+        # self-attention buffers for every row, allocated once at full capacity.
+        self.cache = model.init_cache(memory, capacity=capacity, group=copies)
 
     def step(self, tokens: Tensor) -> tuple[Tensor, Tensor | None]:
         if self.need_weights:

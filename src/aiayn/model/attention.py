@@ -84,15 +84,24 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self.in_proj(x).split([hk, hk, self.h * self.d_v], dim=-1)
         return self._split_heads(q, self.d_k), self._split_heads(k, self.d_k), self._split_heads(v, self.d_v)
 
-    def project_q(self, x: Tensor) -> Tensor:
+    def linear_q(self, x: Tensor) -> Tensor:
+        """x W^Q (+ bias): the first h*d_k rows of `in_proj`. (Inference code may shadow this per instance with a
+        faster kernel computing the same product; see `aiayn.decoding.inference`.)"""
         hk = self.h * self.d_k
-        return self._split_heads(F.linear(x, self.in_proj.weight[:hk], self.in_proj.bias[:hk]), self.d_k)
+        return F.linear(x, self.in_proj.weight[:hk], self.in_proj.bias[:hk])
+
+    def linear_kv(self, x: Tensor) -> Tensor:
+        """[x W^K, x W^V] (+ biases): the remaining rows of `in_proj`."""
+        hk = self.h * self.d_k
+        return F.linear(x, self.in_proj.weight[hk:], self.in_proj.bias[hk:])
+
+    def project_q(self, x: Tensor) -> Tensor:
+        """Encoder-decoder attention queries from the decoder state [B,T,d_model] -> [B,h,T,d_k] (3.2.3)."""
+        return self._split_heads(self.linear_q(x), self.d_k)
 
     def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """Encoder-decoder attention keys and values from the encoder output [B,S,d_model] (3.2.3)."""
-        hk = self.h * self.d_k
-        kv = F.linear(memory, self.in_proj.weight[hk:], self.in_proj.bias[hk:])
-        k, v = kv.split([hk, self.h * self.d_v], dim=-1)
+        k, v = self.linear_kv(memory).split([self.h * self.d_k, self.h * self.d_v], dim=-1)
         return self._split_heads(k, self.d_k), self._split_heads(v, self.d_v)
 
     def attend(
@@ -103,10 +112,33 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         need_weights: bool = False,
         is_causal: bool = False,
+        query_groups: int = 1,
     ) -> tuple[Tensor, Tensor | None]:
-        """Attention per head, Concat, W^O. Returns ([B,Tq,d_model], weights [B,h,Tq,Tk] or None)."""
+        """Attention per head, Concat, W^O. Returns ([B,Tq,d_model], weights [B,h,Tq,Tk] or None).
+
+        `query_groups` = g: q has g rows per row of k, v and mask (q [B*g,h,Tq,d_k], k [B,h,Tk,d_k]), e.g. the
+        beams of one sentence over its encoder output. Each group is attended as g*Tq queries of its row: the
+        same result as repeating k and v g times, without the copies.
+        """
         p = self.dropout if self.training else 0.0
+        rows, length = q.size(0), q.size(2)
+        if query_groups > 1:
+            q = _merge_groups(q, query_groups)
         heads, weights = scaled_dot_product_attention(q, k, v, mask, p, need_weights, is_causal)
-        batch, _, length, _ = heads.shape
-        concat = heads.transpose(1, 2).reshape(batch, length, self.h * self.d_v)  # [B,h,T,d_v] -> [B,T,h*d_v]
+        if query_groups > 1:
+            heads = _split_groups(heads, query_groups, length)
+            weights = None if weights is None else _split_groups(weights, query_groups, length)
+        concat = heads.transpose(1, 2).reshape(rows, length, self.h * self.d_v)  # [B,h,T,d_v] -> [B,T,h*d_v]
         return self.out_proj(concat), weights
+
+
+def _merge_groups(x: Tensor, g: int) -> Tensor:
+    """[B*g, h, T, d] -> [B, h, g*T, d]: the g rows of a group become consecutive query positions."""
+    rows, h, length, d = x.shape
+    return x.view(rows // g, g, h, length, d).transpose(1, 2).reshape(rows // g, h, g * length, d)
+
+
+def _split_groups(x: Tensor, g: int, length: int) -> Tensor:
+    """Inverse of `_merge_groups`: [B, h, g*T, d] -> [B*g, h, T, d]."""
+    batch, h, _, d = x.shape
+    return x.view(batch, h, g, length, d).transpose(1, 2).reshape(batch * g, h, length, d)

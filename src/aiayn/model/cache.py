@@ -5,6 +5,11 @@ A `KVCache` holds, per decoder layer, the self-attention keys/values of the posi
 preallocated buffers that grow by doubling, so a step writes one column instead of concatenating the whole
 prefix) and the encoder-decoder keys/values, computed once per source sentence. It is an explicit object:
 `Transformer.init_cache` makes it, `Transformer.step` reads and advances it, searches reorder it.
+
+Rows and sentences: the self-attention buffers have one row per hypothesis; the encoder-decoder keys/values and
+the source mask have one row per source sentence. `group` consecutive hypothesis rows share a sentence (a beam
+search's k beams, or k samples): the decoder attends with them as `group` query rows of that sentence, so the
+encoder-decoder keys/values are stored and read once per sentence, not once per beam.
 """
 
 from __future__ import annotations
@@ -19,14 +24,16 @@ from torch import Tensor
 class KVCache:
     self_k: list[Tensor]  # per layer [B, h, capacity, d_k]; positions [0, length) are filled
     self_v: list[Tensor]  # per layer [B, h, capacity, d_v]
-    cross_k: list[Tensor]  # per layer [B, h, S, d_k]: W^K applied to the encoder output, once
-    cross_v: list[Tensor]  # per layer [B, h, S, d_v]
-    memory_mask: Tensor  # [B, S] bool, True at real source tokens
+    cross_k: list[Tensor]  # per layer [B / group, h, S, d_k]: W^K applied to the encoder output, once
+    cross_v: list[Tensor]  # per layer [B / group, h, S, d_v]
+    memory_mask: Tensor  # [B / group, S] bool, True at real source tokens
     length: int = 0  # target positions already decoded
+    group: int = 1  # consecutive rows per source sentence (rows i*group .. i*group+group-1 read sentence i)
 
     @property
     def batch_size(self) -> int:
-        return self.memory_mask.size(0)
+        """Rows (hypotheses) decoded at once."""
+        return self.memory_mask.size(0) * self.group
 
     @property
     def capacity(self) -> int:
@@ -58,10 +65,18 @@ class KVCache:
 
         Only the filled prefix of the self-attention buffers is copied. `source_changed=False` says every row
         keeps the same source sentence (beams re-ranked within their own sentence), so the encoder-decoder
-        keys/values, identical across a sentence's beams, are left as they are.
+        keys/values, identical across a sentence's beams, are left as they are. With `group` > 1 and an
+        `index` that keeps each group's rows within one sentence (e.g. dropping finished sentences), the
+        per-sentence keys/values follow the sentences; any other `index` first expands them to one per row.
         """
         index = index.to(self.memory_mask.device)
         same_size = index.numel() == self.batch_size
+        sentences = index
+        if self.group > 1 and (source_changed or not same_size):
+            sentences = self._sentences_of(index)
+            if sentences is None:  # rows leave their group: give every row its own copy
+                self._ungroup()
+                sentences = index
         for buffers in (self.self_k, self.self_v):
             for i, old in enumerate(buffers):
                 if same_size:  # permute in place: copy only the positions decoded so far
@@ -69,10 +84,26 @@ class KVCache:
                 else:
                     buffers[i] = old.index_select(0, index)
         if source_changed or not same_size:
-            self.cross_k = [t.index_select(0, index) for t in self.cross_k]
-            self.cross_v = [t.index_select(0, index) for t in self.cross_v]
-            self.memory_mask = self.memory_mask.index_select(0, index)
+            self.cross_k = [t.index_select(0, sentences) for t in self.cross_k]
+            self.cross_v = [t.index_select(0, sentences) for t in self.cross_v]
+            self.memory_mask = self.memory_mask.index_select(0, sentences)
         return self
+
+    def _sentences_of(self, index: Tensor) -> Tensor | None:
+        """The sentence of each new group when every group of `index` reads rows of a single sentence, else None."""
+        g = self.group
+        if index.numel() % g:
+            return None
+        groups = index.view(-1, g) // g  # [new groups, g] sentence of each chosen row
+        first = groups[:, 0]
+        return first if bool((groups == first[:, None]).all()) else None
+
+    def _ungroup(self) -> None:
+        """One copy of the encoder-decoder keys/values and mask per row (group 1)."""
+        self.cross_k = [t.repeat_interleave(self.group, dim=0) for t in self.cross_k]
+        self.cross_v = [t.repeat_interleave(self.group, dim=0) for t in self.cross_v]
+        self.memory_mask = self.memory_mask.repeat_interleave(self.group, dim=0)
+        self.group = 1
 
     def reorder_within(self, index: Tensor) -> KVCache:
         """`reorder(index, source_changed=False)` for a same-size `index`, copying only the rows that change.

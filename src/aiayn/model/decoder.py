@@ -60,9 +60,11 @@ class DecoderLayer(nn.Module):
         q = self.cross_attn.project_q(y)
         if cache is None:
             k, v = self.cross_attn.project_kv(memory.hidden)
-        else:
-            k, v = cache.cross_k[index], cache.cross_v[index]
-        attended, cross_weights = self.cross_attn.attend(q, k, v, key_padding_mask(memory.mask), need_weights)
+            groups = 1
+        else:  # once per sentence: its `cache.group` rows attend as that many query rows
+            k, v, groups = cache.cross_k[index], cache.cross_v[index], cache.group
+        mask = key_padding_mask(memory.mask)
+        attended, cross_weights = self.cross_attn.attend(q, k, v, mask, need_weights, query_groups=groups)
         x = self.cross_attn_residual(x, attended)
 
         x = self.feed_forward_residual(x, self.feed_forward(self.feed_forward_residual.sublayer_input(x)))
@@ -90,11 +92,12 @@ class Decoder(nn.Module):
             x = self.final_norm(x)
         return x, self_attentions, cross_attentions
 
-    def build_cache(self, memory: Tensor, memory_mask: Tensor, capacity: int) -> KVCache:
-        """Encoder-decoder keys/values of every layer, computed once per source sentence, and empty buffers."""
+    def build_cache(self, memory: Tensor, memory_mask: Tensor, capacity: int, group: int = 1) -> KVCache:
+        """Encoder-decoder keys/values of every layer, computed once per source sentence, and empty
+        self-attention buffers for `group` rows (hypotheses) per sentence."""
         first = self.layers[0].self_attn
         self_k, self_v = KVCache.allocate(
-            memory.size(0), len(self.layers), first.h, first.d_k, first.d_v, capacity, like=memory
+            memory.size(0) * group, len(self.layers), first.h, first.d_k, first.d_v, capacity, like=memory
         )
         cross = [layer.cross_attn.project_kv(memory) for layer in self.layers]
-        return KVCache(self_k, self_v, [k for k, _ in cross], [v for _, v in cross], memory_mask)
+        return KVCache(self_k, self_v, [k for k, _ in cross], [v for _, v in cross], memory_mask, group=group)

@@ -4,7 +4,7 @@ final linear + softmax, whose weight matrix is shared with the embeddings when t
 Protocol used by training, searches and visualization:
     memory = model.encode(src)                      -> EncoderOutput
     out = model.decode(tgt_in, memory)              -> DecoderOutput (logits for every position)
-    cache = model.init_cache(memory)                -> KVCache
+    cache = model.init_cache(memory, group=k)       -> KVCache (k rows, e.g. beams, per sentence)
     logits, cache = model.step(tokens, cache)       -> next-token logits; the cache advanced in place
 """
 
@@ -110,9 +110,10 @@ class Transformer(nn.Module):
     def log_probs(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         return F.log_softmax(self.forward(src, tgt_in).float(), dim=-1)
 
-    def init_cache(self, memory: EncoderOutput, capacity: int = 64) -> KVCache:
-        """A cache for incremental decoding of `memory`'s sentences; buffers grow past `capacity` as needed."""
-        return self.decoder.build_cache(memory.hidden, memory.mask, capacity)
+    def init_cache(self, memory: EncoderOutput, capacity: int = 64, group: int = 1) -> KVCache:
+        """A cache for incremental decoding of `memory`'s sentences with `group` rows (beams) per sentence,
+        sentence-major; buffers grow past `capacity` positions as needed."""
+        return self.decoder.build_cache(memory.hidden, memory.mask, capacity, group)
 
     def step(
         self, tokens: Tensor, cache: KVCache, need_weights: bool = False

@@ -44,8 +44,10 @@ from aiayn.training.distributed import (
     shard_model,
     wrap_model,
 )
+from aiayn.training.kernels import resolve_linear_kernel, resolve_precision
 from aiayn.training.loss import label_smoothed_nll_loss
 from aiayn.training.metrics_log import MetricsLog, TrainMeter
+from aiayn.training.onednn import use_onednn_linears
 from aiayn.training.plan import EpochPlan, plan_epoch
 from aiayn.training.schedule import adam, inverse_sqrt_schedule
 from aiayn.training.validation import validation_bleu, validation_loss
@@ -58,15 +60,6 @@ class TrainState:
     epoch_updates: int = 0  # updates done in `epoch`: the data position
     best_valid_loss: float = math.inf
     train_seconds: float = 0.0  # wall time over all resumptions
-
-
-def resolve_precision(name: str, device: torch.device) -> torch.dtype:
-    """auto: bf16 on a GPU that supports it, else fp32; fp16 (with a gradient scaler) needs CUDA."""
-    if name == "auto":
-        name = "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
-    if name == "fp16" and device.type != "cuda":
-        raise ValueError("train.precision=fp16 needs a CUDA device; use bf16 or fp32")
-    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
 
 
 class Trainer:
@@ -86,6 +79,10 @@ class Trainer:
             raise ValueError("set at least one of train.max_updates, train.max_epochs, train.max_minutes")
         model = model.to(ctx.device)
         self.fsdp = c.fsdp and ctx.distributed
+        self.dtype = resolve_precision(c.precision, ctx.device)
+        self.onednn = resolve_linear_kernel(c.linear_kernel, ctx.device, self.dtype, self.fsdp)
+        if self.onednn:
+            use_onednn_linears(model)
         if self.fsdp:  # a full replica for checkpoints, validation and BLEU; the original is sharded in place
             self.model = copy.deepcopy(model)
             self.trained = self.net = shard_model(model)
@@ -95,7 +92,6 @@ class Trainer:
         self._replica_step = 0  # the update the replica's weights are from
         self.optimizer = adam(self.trained, c)
         self.scheduler = inverse_sqrt_schedule(self.optimizer, run.model.d_model, c.warmup, c.lr_scale)
-        self.dtype = resolve_precision(c.precision, ctx.device)
         self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=self.dtype == torch.float16)
         self.batches = TokenBudgetBatches(
             train_set.src_lengths, train_set.tgt_lengths, run.data.max_tokens, c.seed, True, run.data.max_sentences
@@ -310,4 +306,4 @@ class Trainer:
             self.log.truncate_after(self.state.step)
 
 
-__all__ = ["TrainState", "Trainer", "resolve_precision"]
+__all__ = ["TrainState", "Trainer"]
