@@ -36,7 +36,7 @@ def test_fsdp_matches_ddp_and_resumes(m30k_bin: Path, tmp_path: Path) -> None:
     run = tiny_run(m30k_bin, tmp_path / "unused", max_updates=6, save_every=3, valid_every=3, clip_norm=1.0)
     config.write_text(dump_run_config(run), encoding="utf-8")
     fsdp = "train.fsdp=true"
-    train(config, tmp_path / "ddp")
+    train(config, tmp_path / "ddp", "--set", "train.linear_kernel=torch")  # FSDP runs torch's kernels too
     train(config, tmp_path / "fsdp", "--set", fsdp)
     train(config, tmp_path / "resumed", "--set", fsdp, "--set", "train.max_updates=3")
     log = train(config, tmp_path / "resumed", "--set", fsdp)
