@@ -22,11 +22,14 @@ AIAYN=${AIAYN:-.venv/bin/aiayn}
 # Two sentences of Multi30k test2016 (test2016.en lines 1 and 7; the translations are the model's own).
 SENTENCE_1="A man in an orange hat starring at something."
 SENTENCE_2="A group of people standing in front of an igloo."
+# The head of the zoom and three-panel figures (last layer): HEAD=4 is the clearest aligning head of the
+# multi30k-tiny model in docs/; pick yours from the grid figures.
+HEAD=${HEAD:-4}
 
-"$AIAYN" visualize attention --model "$MODEL_DIR" --text "$SENTENCE_1" --name attention_s1 --out "$OUT_DIR"
-"$AIAYN" visualize attention --model "$MODEL_DIR" --text "$SENTENCE_2" --name attention_s2 --out "$OUT_DIR"
+"$AIAYN" visualize attention --model "$MODEL_DIR" --text "$SENTENCE_1" --head "$HEAD" --name attention_s1 --out "$OUT_DIR"
+"$AIAYN" visualize attention --model "$MODEL_DIR" --text "$SENTENCE_2" --head "$HEAD" --name attention_s2 --out "$OUT_DIR"
 # The reference translation of sentence 1 (test2016.de line 1), teacher forced, for comparison.
-"$AIAYN" visualize attention --model "$MODEL_DIR" --text "$SENTENCE_1" \
+"$AIAYN" visualize attention --model "$MODEL_DIR" --text "$SENTENCE_1" --head "$HEAD" \
   --target "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt." --name attention_s1_reference --out "$OUT_DIR"
 "$AIAYN" visualize positional --d-model 512 --positions 100 --out "$OUT_DIR"
 "$AIAYN" visualize architecture --preset base --out "$OUT_DIR"
