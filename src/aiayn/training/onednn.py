@@ -62,13 +62,15 @@ class _OneDnnLinearFunction(torch.autograd.Function):
         return grad_x, grad_w, grad_b
 
 
+def _cpu_autocast() -> bool:
+    try:
+        return torch.is_autocast_enabled("cpu")
+    except TypeError:  # torch < 2.4 takes no device argument
+        return torch.is_autocast_cpu_enabled()
+
+
 def _usable(x: Tensor, weight: Tensor) -> bool:
-    return (
-        x.device.type == "cpu"
-        and x.dtype == weight.dtype == torch.float32
-        and not torch.is_autocast_enabled("cpu")
-        and x.numel() > 0
-    )
+    return x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32 and not _cpu_autocast() and x.numel() > 0
 
 
 def onednn_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
