@@ -85,10 +85,8 @@ class OneDnnLinear(nn.Linear):
 
     @classmethod
     def from_linear(cls, linear: nn.Linear) -> OneDnnLinear:
-        module = cls.__new__(cls)
-        nn.Module.__init__(module)
-        module.in_features, module.out_features = linear.in_features, linear.out_features
-        module.weight, module.bias = linear.weight, linear.bias  # shared, not copied
+        module = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta")
+        module.weight, module.bias = linear.weight, linear.bias  # shared, not copied (the meta ones are dropped)
         return module
 
     def forward(self, x: Tensor) -> Tensor:
