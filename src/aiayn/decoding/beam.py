@@ -3,10 +3,10 @@ output length input length + 50, but terminate early when possible").
 
 All sentences of a batch are searched at once, k = `beam` rows per sentence (sentence-major). Each step:
 
-1. next-token logits for every row (one `DecoderState.step`), masked by `limits.constrain_`;
+1. log P(y | prefix) for every row (one `DecoderState.step`), masked by `limits.constrain_`;
 2. candidates: every live hypothesis extended by every token, scored by the summed log-probability; the top 2k
    of a sentence's k * V candidates (at most k of them end in EOS, one per beam), found among each row's top
-   2k logits shifted by the row's log-normaliser and score (the same set, without a k * V pass);
+   2k log-probabilities plus the row's score (the same set, without a k * V matrix of sums);
 3. EOS candidates ranked within the top k are set aside as finished, normalised by the length penalty
    (`length_penalty`); the k best non-EOS candidates become the new beam;
 4. the cache follows the back-pointers (`reorder(rows, source_changed=False)`: the encoder-decoder keys and
@@ -20,6 +20,7 @@ All sentences of a batch are searched at once, k = `beam` rows per sentence (sen
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from aiayn.config import DecodeConfig
@@ -57,15 +58,13 @@ def beam_search(model: Transformer, src: Tensor, config: DecodeConfig) -> list[l
     for t in range(steps):  # t output tokens so far in every live hypothesis
         b = sentence.numel()
         logits, weights = state.step(tokens)  # [b*k, V]
-        logits = logits.float()
-        # log P(y | prefix) = logit - logsumexp(logits). Within a row that shift and the hypothesis score are
-        # constants, so the sentence's best 2k of k * V candidates are among its rows' best 2k logits: rank
-        # those, never materialising the k * V log-probabilities.
-        log_z = torch.logsumexp(logits, dim=-1)  # [b*k]
-        constrain_(logits, t, config, c, at_max=(max_len == t).repeat_interleave(k))  # masks before the shift
-        width = min(2 * k, logits.size(1))
-        row_top, row_token = logits.topk(width, dim=1)  # [b*k, width]
-        row_scores = row_top.sub_(log_z[:, None]).add_(scores.view(-1, 1)).view(b, k * width)
+        lprobs = F.log_softmax(logits.float(), dim=-1)  # one fused pass (faster here than logsumexp alone)
+        constrain_(lprobs, t, config, c, at_max=(max_len == t).repeat_interleave(k))
+        # Within a row the hypothesis score is a constant, so the sentence's best 2k of k * V candidates are
+        # among its rows' best 2k log-probabilities: rank those, not a k * V matrix of sums.
+        width = min(2 * k, lprobs.size(1))
+        row_top, row_token = lprobs.topk(width, dim=1)  # [b*k, width]
+        row_scores = row_top.add_(scores.view(-1, 1)).view(b, k * width)
         top_scores, top_index = row_scores.topk(2 * k, dim=1)  # [b, 2k], best first
         top_beam, top_token = top_index // width, row_token.view(b, k * width).gather(1, top_index)
         is_eos = top_token == c.eos_id
