@@ -160,13 +160,13 @@ def worker(impl: str, size: str, args: dict[str, Any], conn: Any) -> None:
     model, loss_fn = build(impl, model_config(size, args["vocab"]))
     model.to(device).train()
     if device.type == "cpu" and args["precision"] == "fp32" and (impl == "aiayn" or args["onednn_peers"]):
-        from aiayn.training.onednn import OneDnnLinear, onednn_available, use_onednn_linears
+        from aiayn.training.onednn import onednn_available, swap_linears, use_onednn_linears
 
         if onednn_available():
             if impl == "aiayn":
                 use_onednn_linears(model)  # as the trainer's train.linear_kernel=auto does
             else:
-                _swap_to_onednn(model, OneDnnLinear)
+                swap_linears(model)
     if args["compile"]:
         loss_fn = torch.compile(loss_fn)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=tuned or None)
@@ -188,14 +188,6 @@ def worker(impl: str, size: str, args: dict[str, Any], conn: Any) -> None:
         conn.send(torch.cuda.max_memory_allocated(device) / 2**20)
     else:
         conn.send(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # KiB on Linux -> MiB
-
-
-def _swap_to_onednn(module: nn.Module, cls: Any) -> None:
-    for name, child in module.named_children():
-        if type(child) is nn.Linear:
-            setattr(module, name, cls.from_linear(child))
-        else:
-            _swap_to_onednn(child, cls)
 
 
 def measure_interleaved(size: str, impls: list[str], args: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -112,7 +112,7 @@ class _PackedRows:
 
     def __init__(self, attention: MultiHeadAttention, start: int, stop: int) -> None:
         self.attention, self.start, self.stop = attention, start, stop
-        self.weight: Tensor | None = None
+        self.source: Tensor | None = None  # the `in_proj.weight` the packed copy was made from
         self._packed: _Packed | None = None
 
     def __deepcopy__(self, memo: dict) -> _PackedRows:
@@ -120,15 +120,13 @@ class _PackedRows:
 
     def __call__(self, x: Tensor) -> Tensor:
         in_proj = self.attention.in_proj
-        weight = in_proj.weight
+        weight = in_proj.weight[self.start : self.stop]  # a view: the packed copy tracks in-place updates
         bias = None if in_proj.bias is None else in_proj.bias[self.start : self.stop]
-        if self._packed is None or weight is not self.weight:
-            if not _Packed.usable(x):
-                return F.linear(x, weight[self.start : self.stop], bias)
-            self.weight, self._packed = weight, _Packed(weight[self.start : self.stop])  # a view: tracks updates
-        if self._packed.usable(x):
-            return self._packed(x, bias)
-        return F.linear(x, weight[self.start : self.stop], bias)
+        if not _Packed.usable(x):
+            return F.linear(x, weight, bias)
+        if self._packed is None or in_proj.weight is not self.source:
+            self.source, self._packed = in_proj.weight, _Packed(weight)
+        return self._packed(x, bias)
 
 
 def _pack_attention_rows(model: nn.Module) -> None:

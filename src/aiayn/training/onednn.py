@@ -121,20 +121,21 @@ class _Projection:
         return onednn_linear(hidden, self.model.output_weight())
 
 
-def _swap(module: nn.Module) -> int:
+def swap_linears(module: nn.Module) -> int:
+    """Replace every `nn.Linear` inside `module` by a `OneDnnLinear` sharing its parameters; returns how many."""
     swapped = 0
     for name, child in module.named_children():
         if type(child) is nn.Linear:
             setattr(module, name, OneDnnLinear.from_linear(child))
             swapped += 1
         else:
-            swapped += _swap(child)
+            swapped += swap_linears(child)
     return swapped
 
 
 def use_onednn_linears(model: Transformer) -> int:
     """Route the model's float32 linear maps through oneDNN (in place); returns how many `nn.Linear` were swapped."""
-    swapped = _swap(model)
+    swapped = swap_linears(model)
     for module in model.modules():
         if isinstance(module, MultiHeadAttention):
             hk = module.h * module.d_k
@@ -144,4 +145,4 @@ def use_onednn_linears(model: Transformer) -> int:
     return swapped
 
 
-__all__ = ["OneDnnLinear", "onednn_available", "onednn_linear", "use_onednn_linears"]
+__all__ = ["OneDnnLinear", "onednn_available", "onednn_linear", "swap_linears", "use_onednn_linears"]
