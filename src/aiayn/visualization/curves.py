@@ -126,10 +126,8 @@ def plot_curves(records: list[dict[str, Any]], title: str = "") -> Figure:
     _panel(axes[0][1], series, "ppl", "Perplexity exp(NLL)", "perplexity")
     if any(name == "ppl" for _, name in series):
         axes[0][1].set_yscale("log")
+        axes[0][1].yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         axes[0][1].yaxis.set_minor_formatter(NullFormatter())  # decades only: minor labels overlap
-        plain = FuncFormatter(lambda value, _: f"{value:g}")
-        axes[0][1].yaxis.set_major_formatter(plain)
-        axes[0][1].yaxis.set_minor_formatter(plain)
     _panel(axes[1][0], series, "lr", "Learning rate (eq. 3: warm-up, then 1/sqrt(step))", "learning rate")
     axes[1][0].ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
     _panel(axes[1][1], series, "bleu", "Validation BLEU (sacrebleu)", "BLEU")
