@@ -233,7 +233,7 @@ class TrainConfig:
     device: str = "auto"  # auto (cuda when available) | cpu | cuda | cuda:N
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 on a GPU that has it, else fp32
     threads: int = 0  # torch CPU threads; 0 = torch's default
-    reuse_memory: bool = True  # CPU: keep freed memory in the process (aiayn.training.cpu); faster steps
+    reuse_memory: bool = True  # CPU: keep freed memory in the process (aiayn.cpu); faster steps
     linear_kernel: Literal["auto", "onednn", "torch"] = "auto"  # float32 CPU products: auto = oneDNN if available
     compile: bool = False  # torch.compile the model for training
     fsdp: bool = False  # shard parameters, gradients and Adam state over ranks (FSDP2) instead of DDP; world_size > 1

@@ -4,7 +4,7 @@ For each model size, one training step (forward, label-smoothed loss, backward, 
 synthetic batch of ~4,096 target tokens is timed for
 
     aiayn                  this package's Transformer, set up as `aiayn train` runs it (fused Adam; on CPU the
-                           allocator keeps freed memory, `aiayn.training.cpu`, and float32 linear layers run
+                           allocator keeps freed memory, `aiayn.cpu`, and float32 linear layers run
                            on oneDNN, `aiayn.training.onednn`; the loss projects only non-padding targets)
     torch.nn.Transformer   the same architecture assembled from PyTorch's module (tied embeddings, sinusoids)
     hf-marian              Hugging Face `MarianMTModel` of the same size (if transformers is installed)
@@ -153,7 +153,7 @@ def worker(impl: str, size: str, args: dict[str, Any], conn: Any) -> None:
     device = torch.device(args["device"])
     tuned = impl == "aiayn" or args["tune_peers"]
     if tuned and device.type == "cpu":
-        from aiayn.training.cpu import keep_freed_memory
+        from aiayn.cpu import keep_freed_memory
 
         keep_freed_memory()
     torch.manual_seed(0)

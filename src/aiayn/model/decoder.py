@@ -100,4 +100,8 @@ class Decoder(nn.Module):
             memory.size(0) * group, len(self.layers), first.h, first.d_k, first.d_v, capacity, like=memory
         )
         cross = [layer.cross_attn.project_kv(memory) for layer in self.layers]
-        return KVCache(self_k, self_v, [k for k, _ in cross], [v for _, v in cross], memory_mask, group=group)
+        # Contiguous [B,h,S,d] copies (project_kv returns head views of one fused product), so each step's
+        # products read them in place instead of copying them again.
+        cross_k = [k.contiguous() for k, _ in cross]
+        cross_v = [v.contiguous() for _, v in cross]
+        return KVCache(self_k, self_v, cross_k, cross_v, memory_mask, group=group)

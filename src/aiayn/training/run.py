@@ -11,11 +11,11 @@ import numpy as np
 import torch
 
 from aiayn.config import RunConfig, build_run_config, dump_run_config
+from aiayn.cpu import keep_freed_memory
 from aiayn.data import ParallelDataset, prepare, resolve_data_dir
 from aiayn.model import Transformer
 from aiayn.model.pretrained import atomic_write_bytes, read_config
 from aiayn.training.checkpoint import clean_temporaries, latest_checkpoint
-from aiayn.training.cpu import keep_freed_memory
 from aiayn.training.distributed import DistContext, barrier, init_distributed, shutdown
 from aiayn.training.trainer import Trainer, TrainState
 
