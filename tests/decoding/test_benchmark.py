@@ -11,17 +11,19 @@ from aiayn.benchmarks.decoding_peers import available
 from aiayn.data import TOKENIZER_FILENAME
 
 
-def run_benchmark(model_dir, tmp_path, systems: str) -> dict:
+def run_benchmark(model_dir, tmp_path, systems: str, isolate: bool = True) -> dict:
     out = tmp_path / "bench.json"
     argv = ["--sizes", "tiny", "--lengths", "3,5", "--beams", "2,1", "--sentences", "4", "--uncached-sentences", "2"]
     argv += ["--systems", systems, "--threads", "1", "--repeats", "1", "--json", str(out), "--profile"]
-    argv += ["--tokenizer", str(model_dir / TOKENIZER_FILENAME)]
+    argv += ["--tokenizer", str(model_dir / TOKENIZER_FILENAME), "--isolate" if isolate else "--no-isolate"]
     assert decoding.main(argv) == 0
     return json.loads(out.read_text())
 
 
-def test_ours_cached_uncached_plain(model_dir, tmp_path, capsys):
-    report = run_benchmark(model_dir, tmp_path, "ours,ours-plain,ours-uncached")
+@pytest.mark.parametrize("isolate", [True, False])
+def test_ours_cached_uncached_plain(model_dir, tmp_path, capsys, isolate: bool):
+    """Every figure comes back, whether each system runs in a worker process of its own or all in this one."""
+    report = run_benchmark(model_dir, tmp_path, "ours,ours-plain,ours-uncached", isolate)
     rows = report["results"]
     assert {(r["search"], r["length"], r["system"]) for r in rows} == {
         (search, length, system)

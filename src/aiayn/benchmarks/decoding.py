@@ -7,14 +7,23 @@ do the same work: L decoder steps per sentence), L in --lengths, and reports out
 
     ours            generate() with the KV cache on the model prepared by `optimize_for_inference` (oneDNN-packed
                     float32 weights), as `Translator.from_pretrained` runs it
-    ours-plain      the same without `optimize_for_inference` (torch's default float32 matmul path)
+    ours-plain      the same search on the model as built, without `optimize_for_inference` or the allocator
+                    setting (torch's default float32 matmul path): a plain PyTorch program
     ours-uncached   ours re-running the decoder over the whole prefix at every step (no KV cache)
     ours-int8       `optimize_for_inference(int8=True)`: dynamic int8 decoder linear layers (torch.ao, fbgemm)
     hf              Hugging Face MarianMTModel.generate (same shape, KV cache)
     ct2-float32     CTranslate2 on the converted Marian model
     ct2-int8        the same, int8 weights
 
-Each figure is the best of --repeats interleaved runs (the least disturbed on a shared machine). The same run
+Each system runs in a fresh process of its own (--isolate, the default), --repeats times, interleaved with the
+others; each figure is the best of those runs (the least disturbed on a shared machine). Separate processes
+matter: CTranslate2 and torch each bring an OpenMP runtime, and once CTranslate2 has translated in a process,
+torch's worker threads there sleep at every barrier instead of spinning (measured: the main thread's voluntary
+context switches during one of our beam searches 0 -> ~1,400, a small elementwise op 4 -> 18 us, ours 20%
+slower), while CTranslate2 right after one of ours also ran 8% slower. --no-isolate measures every system in
+this process instead. Ours runs as `Translator.from_pretrained` sets it up: model prepared by
+`optimize_for_inference`, allocator keeping freed memory (`aiayn.cpu.keep_freed_memory`); the peers run as
+their users run them, or, with --tune-peers, with the same allocator setting. The same run
 measures the machine's matmul rate on the decoder's shapes and reports the floor: decoder FLOPs per output
 token (x beam) over that rate. --profile adds where ours spends its time (torch.profiler, by kind of op).
 """
@@ -22,10 +31,10 @@ token (x beam) over that rate. --profile adds where ours spends its time (torch.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,13 +46,15 @@ import torch
 
 from aiayn.benchmarks.decoding_peers import CTranslate2Marian, HuggingFaceMarian, available, timed
 from aiayn.benchmarks.timing import machine
-from aiayn.config import DecodeConfig, preset
+from aiayn.config import DecodeConfig, ModelConfig, preset
+from aiayn.cpu import keep_freed_memory
 from aiayn.data import Tokenizer, resolve_data_dir
 from aiayn.decoding import generate
 from aiayn.decoding.inference import onednn_available, optimize_for_inference
 from aiayn.model import Transformer
 
 SYSTEMS = ("ours", "ours-plain", "ours-uncached", "ours-int8", "hf", "ct2-float32", "ct2-int8")
+OURS_REUSING_MEMORY = ("ours", "ours-uncached", "ours-int8")  # as Translator.from_pretrained sets them up
 PEER_PACKAGES = {"hf": "transformers", "ct2-float32": "ctranslate2", "ct2-int8": "ctranslate2"}
 OP_KINDS = {  # torch.profiler op name -> kind of work, for the profile summary
     "matmul, oneDNN packed": ("mkldnn::_linear_pointwise",),
@@ -69,6 +80,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, help="corpora directory (default: $AIAYN_DATA_DIR, ../shared/data)")
     parser.add_argument("--src-lang", default="en")
     parser.add_argument("--repeats", type=int, default=2, help="interleaved runs per figure; the best is kept")
+    parser.add_argument(
+        "--isolate",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="each system in a fresh process of its own (default); --no-isolate: all in this process",
+    )
+    parser.add_argument("--tune-peers", action="store_true", help="give the peers our allocator setting too")
+    parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)  # internal: measure one system
     parser.add_argument("--profile", action="store_true", help="profile ours (first beam, middle length) per size")
     parser.add_argument("--json", type=Path, help="write all figures here")
     parser.add_argument("--markdown", type=Path, help="write the tables here")
@@ -171,61 +190,108 @@ def profile_ours(model: Transformer, src: torch.Tensor, beam: int, length: int) 
     }
 
 
-def build_systems(name: str, wanted: list[str], tokenizer: Tokenizer, args: argparse.Namespace) -> dict[str, Any]:
-    config = preset(name, src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size, P_drop=0.0)
+def build_system(system: str, config: ModelConfig, tokenizer: Tokenizer, args: argparse.Namespace) -> Any:
+    """One system with weights from --seed (ours: the same weights in every process)."""
     torch.manual_seed(args.seed)
-    plain = Transformer(config).eval()
-    systems: dict[str, Any] = {"config": config, "ours-plain": plain}
-    systems["ours"] = optimize_for_inference(copy.deepcopy(plain))
-    if "ours-int8" in wanted:
-        systems["ours-int8"] = optimize_for_inference(copy.deepcopy(plain), int8=True)
-    if any(s in wanted for s in PEER_PACKAGES):
-        marian = HuggingFaceMarian(config, seed=args.seed)
-        systems["hf"] = marian
-        for compute_type in ("float32", "int8"):
-            if f"ct2-{compute_type}" in wanted:
-                systems[f"ct2-{compute_type}"] = CTranslate2Marian(marian, tokenizer, compute_type, args.threads)
-    return systems
+    if system.startswith("ours"):
+        model = Transformer(config).eval()
+        if system == "ours-plain":
+            return model
+        return optimize_for_inference(model, int8=system == "ours-int8")
+    marian = HuggingFaceMarian(config, seed=args.seed)
+    if system == "hf":
+        return marian
+    return CTranslate2Marian(marian, tokenizer, system.removeprefix("ct2-"), args.threads)
 
 
-def call(system: str, systems: dict[str, Any], sources: list[list[int]], src, beam: int, length: int):
-    if system in ("ours", "ours-plain", "ours-int8"):
-        return lambda: run_ours(systems[system], src, beam, length)
-    if system == "ours-uncached":
-        return lambda: run_ours(systems["ours"], src, beam, length, use_cache=False)
-    return lambda: systems[system].generate(sources, beam, length)
+def size_config(size: str, tokenizer: Tokenizer) -> ModelConfig:
+    return preset(size, src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size, P_drop=0.0)
+
+
+def call(system: str, built: Any, sources: list[list[int]], src, beam: int, length: int):
+    if system.startswith("ours"):
+        return lambda: run_ours(built, src, beam, length, use_cache=system != "ours-uncached")
+    return lambda: built.generate(sources, beam, length)
+
+
+Figures = dict[tuple[int, int], tuple[float, int]]  # (beam, L) -> (seconds, output tokens) of one run
+
+
+def measure_system(
+    system: str, built: Any, sources: list[list[int]], args: argparse.Namespace, size: str, warm: bool = True
+) -> Figures:
+    """One timed run of `system` per (beam, L), after a short warm-up call per beam."""
+    n = args.uncached_sentences if system == "ours-uncached" else len(sources)
+    src = source_tensor(sources[:n])
+    figures: Figures = {}
+    for beam in _ints(args.beams):
+        if warm:
+            call(system, built, sources[:4], src[:4], beam, 4)()
+        for length in _ints(args.lengths):
+            figures[(beam, length)] = timed(call(system, built, sources[:n], src, beam, length))
+            seconds, count = figures[(beam, length)]
+            print(f"  {size} beam={beam} L={length} {system}: {count / seconds:,.0f} tok/s", file=sys.stderr)
+    return figures
+
+
+def reuses_memory(system: str, args: argparse.Namespace) -> bool:
+    return system in OURS_REUSING_MEMORY or (args.tune_peers and system in PEER_PACKAGES)
+
+
+def worker(args: argparse.Namespace) -> int:
+    """--worker SYSTEM: measure one system of one size in this (fresh) process; figures as JSON on stdout."""
+    torch.set_num_threads(args.threads)
+    if reuses_memory(args.worker, args):
+        keep_freed_memory()
+    tokenizer = Tokenizer.from_file(args.tokenizer)
+    sources = load_sentences(args, tokenizer)
+    built = build_system(args.worker, size_config(args.sizes, tokenizer), tokenizer, args)
+    figures = measure_system(args.worker, built, sources, args, args.sizes)
+    print(json.dumps([[beam, length, seconds, count] for (beam, length), (seconds, count) in figures.items()]))
+    return 0
+
+
+def run_worker(system: str, size: str, tokenizer_path: Path, args: argparse.Namespace) -> Figures:
+    """`worker` in a child process with this run's settings."""
+    argv = [sys.executable, "-m", "aiayn.benchmarks.decoding", "--worker", system, "--sizes", size]
+    argv += ["--tokenizer", str(tokenizer_path), "--lengths", args.lengths, "--beams", args.beams]
+    argv += ["--sentences", str(args.sentences), "--uncached-sentences", str(args.uncached_sentences)]
+    argv += ["--threads", str(args.threads), "--src-lang", args.src_lang, "--seed", str(args.seed)]
+    argv += ["--data-dir", str(resolve_data_dir(args.data_dir))] + (["--tune-peers"] if args.tune_peers else [])
+    done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"bench decoding: the {system} worker ({size}) failed with exit code {done.returncode}")
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    return {(beam, length): (seconds, count) for beam, length, seconds, count in rows}
 
 
 def measure_size(
     size: str, wanted: list[str], tokenizer: Tokenizer, sources: list[list[int]], args: argparse.Namespace
 ) -> list[dict[str, Any]]:
     """All figures of one model size: best of --repeats interleaved runs per (search, length, system)."""
-    systems = build_systems(size, wanted, tokenizer, args)
-    config: Any = systems["config"]
-    lengths, beams, few = _ints(args.lengths), _ints(args.beams), args.uncached_sentences
-    src = source_tensor(sources)
-    for beam in beams:  # warm-up: one short call per system
-        for system in wanted:
-            call(system, systems, sources[:4], src[:4], beam, 4)()
-    best: dict[tuple[int, int, str], tuple[float, int]] = {}
+    config = size_config(size, tokenizer)
+    built = {} if args.isolate else {system: build_system(system, config, tokenizer, args) for system in wanted}
+    best: Figures = {}
     for repeat in range(args.repeats):
-        for beam in beams:
-            for length in lengths:
-                for system in wanted:
-                    if system == "ours-uncached" and repeat > 0:
-                        continue  # one run: it is slow, and its noise is small next to its cost
-                    n = few if system == "ours-uncached" else len(sources)
-                    seconds, count = timed(call(system, systems, sources[:n], src[:n], beam, length))
-                    if seconds < best.get((beam, length, system), (float("inf"), 0))[0]:
-                        best[(beam, length, system)] = (seconds, count)
-                    print(f"  {size} beam={beam} L={length} {system}: {count / seconds:,.0f} tok/s", file=sys.stderr)
+        for system in wanted:
+            if system == "ours-uncached" and repeat > 0:
+                continue  # one run: it is slow, and its noise is small next to its cost
+            if args.isolate:
+                figures = run_worker(system, size, args.tokenizer, args)
+            else:
+                figures = measure_system(system, built[system], sources, args, size, warm=repeat == 0)
+            for (beam, length), figure in figures.items():
+                if figure[0] < best.get((beam, length, system), (float("inf"), 0))[0]:
+                    best[(beam, length, system)] = figure
+    lengths, beams, few = _ints(args.lengths), _ints(args.beams), args.uncached_sentences
+    ours = built.get("ours") or build_system("ours", config, tokenizer, args)
     rows = []
     mean_src = round(statistics.fmean(map(len, sources))) + 1
     for beam in beams:
         rates = matmul_rate(len(sources) * beam, config.d_model, config.d_ff, config.tgt_vocab_size)
         rate = max(rates.values())  # the machine's: the faster of the two float32 paths
         for length in lengths:
-            flops = systems["ours"].flops_per_token(mean_src, length)["decoder_per_target_token"]
+            flops = ours.flops_per_token(mean_src, length)["decoder_per_target_token"]
             for system in wanted:
                 seconds, count = best[(beam, length, system)]
                 rows.append(
@@ -247,12 +313,16 @@ def measure_size(
                     }
                 )
     if args.profile:
-        rows[-1]["profile"] = profile_ours(systems["ours"], src, beams[0], lengths[len(lengths) // 2])
+        src = source_tensor(sources)
+        rows[-1]["profile"] = profile_ours(ours, src, beams[0], lengths[len(lengths) // 2])
     return rows
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.worker:
+        return worker(args)
     torch.set_num_threads(args.threads)
+    keep_freed_memory()  # as ours runs (workers set their own; --no-isolate: every system gets it)
     wanted = [s for s in args.systems.split(",") if s]
     unknown = sorted(set(wanted) - set(SYSTEMS))
     if unknown:
@@ -271,6 +341,8 @@ def run(args: argparse.Namespace) -> int:
     }
     with tempfile.TemporaryDirectory(prefix="aiayn-bench-") as workdir:
         tokenizer = load_tokenizer(args, Path(workdir))
+        if args.tokenizer is None:
+            args.tokenizer = Path(workdir) / "tokenizer.model"  # the file `load_tokenizer` trained, for workers
         sources = load_sentences(args, tokenizer)
         report["sentences"] = {"count": len(sources), "mean_subwords": statistics.fmean(map(len, sources))}
         for size in args.sizes.split(","):
