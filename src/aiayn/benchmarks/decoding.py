@@ -220,15 +220,17 @@ Figures = dict[tuple[int, int], tuple[float, int]]  # (beam, L) -> (seconds, out
 def measure_system(
     system: str, built: Any, sources: list[list[int]], args: argparse.Namespace, size: str, warm: bool = True
 ) -> Figures:
-    """One timed run of `system` per (beam, L), after a short warm-up call per beam."""
+    """One timed run of `system` per (beam, L); with `warm`, each after an untimed run of the same call (first
+    calls at a new size pay one-off costs: allocator growth, kernel selection)."""
     n = args.uncached_sentences if system == "ours-uncached" else len(sources)
     src = source_tensor(sources[:n])
     figures: Figures = {}
     for beam in _ints(args.beams):
-        if warm:
-            call(system, built, sources[:4], src[:4], beam, 4)()
         for length in _ints(args.lengths):
-            figures[(beam, length)] = timed(call(system, built, sources[:n], src, beam, length))
+            run = call(system, built, sources[:n], src, beam, length)
+            if warm and system != "ours-uncached":  # uncached: one run, its cost dwarfs first-call effects
+                run()
+            figures[(beam, length)] = timed(run)
             seconds, count = figures[(beam, length)]
             print(f"  {size} beam={beam} L={length} {system}: {count / seconds:,.0f} tok/s", file=sys.stderr)
     return figures
