@@ -58,9 +58,14 @@ OURS_REUSING_MEMORY = ("ours", "ours-uncached", "ours-int8")  # as Translator.fr
 PEER_PACKAGES = {"hf": "transformers", "ct2-float32": "ctranslate2", "ct2-int8": "ctranslate2"}
 OP_KINDS = {  # torch.profiler op name -> kind of work, for the profile summary
     "matmul, oneDNN packed": ("mkldnn::_linear_pointwise",),
-    "matmul, torch default (MKL)": ("aten::addmm", "aten::mm", "aten::bmm", "aten::matmul"),
+    "matmul, torch default (MKL)": ("aten::addmm", "aten::mm"),
     "matmul, int8": ("quantized::linear_dynamic",),
-    "attention (SDPA)": ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_softmax"),
+    "attention: eq. (1) products and softmax": (
+        "aten::_scaled_dot_product_flash_attention_for_cpu",
+        "aten::bmm",
+        "aten::matmul",
+        "aten::_softmax",
+    ),
     "cache copies (append, reorder)": ("aten::index_select", "aten::index_copy_", "aten::copy_", "aten::cat"),
     "search (softmax, top-k)": ("aten::_log_softmax", "aten::topk", "aten::logsumexp", "aten::argmax"),
     "layer norm, residual, ReLU": ("aten::native_layer_norm", "aten::add", "aten::clamp_min", "aten::mul"),
@@ -273,7 +278,7 @@ def measure_size(
     """All figures of one model size: best of --repeats interleaved runs per (search, length, system)."""
     config = size_config(size, tokenizer)
     built = {} if args.isolate else {system: build_system(system, config, tokenizer, args) for system in wanted}
-    best: Figures = {}
+    best: dict[tuple[int, int, str], tuple[float, int]] = {}  # (beam, L, system) -> the fastest run
     for repeat in range(args.repeats):
         for system in wanted:
             if system == "ours-uncached" and repeat > 0:
