@@ -139,6 +139,28 @@ def test_grouped_cache_equals_full_pass(model, generator, index: torch.Tensor, g
             assert (logits - expected[:, t]).abs().max() <= 1e-5, f"step {t}"
 
 
+def test_expanded_cache_equals_full_pass(model, generator) -> None:
+    """A first step run once per sentence, then each row expanded into `beam` rows (group grows, encoder-decoder
+    keys/values not copied), continues exactly like per-row decoding of the copied prefix."""
+    beam, sentences = 3, 2
+    src, _ = random_batch(sentences, 6, 37, generator, min_length=2)
+    first = torch.randint(4, 37, (sentences, 2), generator=generator)
+    later = torch.randint(4, 37, (sentences * beam, 5), generator=generator)
+    tgt = torch.cat([first.repeat_interleave(beam, dim=0), later], dim=1)  # [sentences * beam, 7]
+    with torch.no_grad():
+        expected = full_logits(model, src.repeat_interleave(beam, dim=0), tgt)
+        cache = model.init_cache(model.encode(src), capacity=4)  # grows past 4 after expanding
+        for t in range(2):
+            logits, cache = model.step(first[:, t], cache)
+            assert (logits - expected[::beam, t]).abs().max() <= 1e-5
+        cross = cache.cross_k[0]
+        cache.expand(beam)
+        assert cache.group == beam and cache.batch_size == sentences * beam and cache.cross_k[0] is cross
+        for t in range(2, 7):
+            logits, cache = model.step(tgt[:, t], cache)
+            assert (logits - expected[:, t]).abs().max() <= 1e-5, f"step {t}"
+
+
 def test_grouped_cross_attention_weights_equal_per_row(model, generator) -> None:
     src, _ = random_batch(2, 7, 37, generator)
     tgt = torch.randint(4, 37, (4, 3), generator=generator)

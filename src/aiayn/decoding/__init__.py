@@ -1,7 +1,7 @@
 """Decoding (section 6.1): greedy, beam and sampling searches over the model's step protocol; the translator.
 
-    generate(model, src, DecodeConfig(beam=4, lenpen=0.6))  -> per sentence its n-best Hypothesis list
-    Translator.from_pretrained(model_dir).translate(["A dog runs."])
+generate(model, src, DecodeConfig(beam=4, lenpen=0.6))  -> per sentence its n-best Hypothesis list
+Translator.from_pretrained(model_dir).translate(["A dog runs."])
 """
 
 from aiayn.decoding.beam import beam_search

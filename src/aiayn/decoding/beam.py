@@ -3,7 +3,8 @@ output length input length + 50, but terminate early when possible").
 
 All sentences of a batch are searched at once, k = `beam` rows per sentence (sentence-major). Each step:
 
-1. log P(y | prefix) for every row (one `DecoderState.step`), masked by `limits.constrain_`;
+1. log P(y | prefix) for every row (one `DecoderState.step`), masked by `limits.constrain_`; the first step
+   runs once per sentence (all k beams would read the same BOS) and then branches into k rows (`expand`);
 2. candidates: every live hypothesis extended by every token, scored by the summed log-probability; the top 2k
    of a sentence's k * V candidates (at most k of them end in EOS, one per beam), found among each row's top
    2k log-probabilities plus the row's score (the same set, without a k * V matrix of sums);
@@ -42,13 +43,13 @@ def beam_search(model: Transformer, src: Tensor, config: DecodeConfig) -> list[l
     batch = src.size(0)
     max_len = output_length_limits(memory.mask, config, c)  # [b] of the sentences still searched
     steps = int(max_len.max()) + 1  # the last step can only predict EOS
-    state = start_decoder(model, memory, k, steps + 1, config.use_cache, config.need_attention)
+    state = start_decoder(model, memory, steps + 1, config.use_cache, config.need_attention)
     source_lengths = memory.mask.sum(dim=1).tolist()
 
     sentence = torch.arange(batch, device=device)  # [b] input index of each sentence still searched
     scores = torch.full((batch, k), NEG_INF, device=device)  # [b,k] log P of the live hypotheses
     scores[:, 0] = 0.0  # one live hypothesis (BOS) per sentence at first; the other beams are empty
-    tokens = torch.full((batch * k,), c.bos_id, dtype=torch.long, device=device)
+    tokens = torch.full((batch,), c.bos_id, dtype=torch.long, device=device)  # BOS: one row per sentence
     history = torch.empty(batch * k, steps, dtype=torch.long, device=device)  # [b*k, t] output ids so far
     attention = memory.hidden.new_zeros(batch * k, steps, src.size(1)) if config.need_attention else None
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
@@ -57,8 +58,12 @@ def beam_search(model: Transformer, src: Tensor, config: DecodeConfig) -> list[l
 
     for t in range(steps):  # t output tokens so far in every live hypothesis
         b = sentence.numel()
-        logits, weights = state.step(tokens)  # [b*k, V]
+        logits, weights = state.step(tokens)  # [b*k, V]; [b, V] at t = 0
         lprobs = F.log_softmax(logits.float(), dim=-1)  # one fused pass (faster here than logsumexp alone)
+        if t == 0 and k > 1:  # the first step ran once per sentence (its k beams would all read BOS): branch
+            lprobs = lprobs.repeat_interleave(k, dim=0)
+            weights = None if weights is None else weights.repeat_interleave(k, dim=0)
+            state.expand(k)
         constrain_(lprobs, t, config, c, at_max=(max_len == t).repeat_interleave(k))
         # Within a row the hypothesis score is a constant, so the sentence's best 2k of k * V candidates are
         # among its rows' best 2k log-probabilities: rank those, not a k * V matrix of sums.

@@ -38,17 +38,21 @@ def decode_rows(
     batch = src.size(0)
     max_len = output_length_limits(memory.mask, config, c).repeat_interleave(copies)  # [R]
     steps = int(max_len.max()) + 1  # the last step can only predict EOS
-    state = start_decoder(model, memory, copies, steps + 1, config.use_cache, config.need_attention)
+    state = start_decoder(model, memory, steps + 1, config.use_cache, config.need_attention)
     source_lengths = memory.mask.sum(dim=1).tolist()
     rows = batch * copies
     sentence = torch.arange(batch, device=src.device).repeat_interleave(copies)  # [R] input sentence of each row
-    tokens = torch.full((rows,), c.bos_id, dtype=torch.long, device=src.device)
+    tokens = torch.full((batch,), c.bos_id, dtype=torch.long, device=src.device)  # BOS: one row per sentence
     log_prob = torch.zeros(rows, device=src.device)
     history = torch.empty(rows, steps, dtype=torch.long, device=src.device)  # [R, t] output ids so far
     attention = memory.hidden.new_zeros(rows, steps, src.size(1)) if config.need_attention else None
     results: list[list[Hypothesis]] = [[] for _ in range(batch)]
     for t in range(steps):
         logits, weights = state.step(tokens)
+        if t == 0 and copies > 1:  # the first step ran once per sentence (every copy reads BOS): branch
+            logits = logits.repeat_interleave(copies, dim=0)
+            weights = None if weights is None else weights.repeat_interleave(copies, dim=0)
+            state.expand(copies)
         lprobs = constrain_(F.log_softmax(logits.float(), dim=-1), t, config, c, at_max=max_len == t)
         chosen = choose(lprobs)  # [R]
         log_prob += lprobs.gather(1, chosen[:, None]).squeeze(1)

@@ -3,7 +3,7 @@
 Searches depend only on this small protocol, so the same search runs on
 
 - `CachedDecoderState`: the model's incremental protocol. The encoder output and the encoder-decoder keys and
-  values are computed and stored once per sentence (`Transformer.init_cache(memory, group=copies)`: a
+  values are computed and stored once per sentence (`Transformer.init_cache`; after `KVCache.expand` a
   sentence's rows attend to them as query rows); each step feeds one token per row and appends its
   self-attention keys/values; beams are re-ranked with `KVCache.reorder_within(rows)` (the same as
   `reorder(rows, source_changed=False)`, copying only the rows whose history changes), and rows of finished
@@ -11,7 +11,9 @@ Searches depend only on this small protocol, so the same search runs on
 - `RecomputeDecoderState`: the naive decoder, which runs the whole prefix through the decoder at every step
   (cost quadratic in the output length); a reference for tests and the benchmark's baseline.
 
-Rows are sentence-major: row i * copies + j is copy j (a beam, or a sample) of sentence i.
+A state starts with one row per sentence (all of a sentence's beams or samples would read the same BOS); after
+the first step a search `expand`s it to `copies` rows per sentence, sentence-major: row i * copies + j is copy
+j (a beam, or a sample) of sentence i.
 """
 
 from __future__ import annotations
@@ -33,20 +35,23 @@ class DecoderState(Protocol):
         """Keep rows `rows` (back-pointers; fewer rows when sentences finish)."""
         ...
 
+    def expand(self, copies: int) -> None:
+        """Each row becomes `copies` consecutive rows with the same history (a first step run once per sentence
+        branching into k beams or samples)."""
+        ...
+
 
 def _last_cross_attention(cross_attentions: list[Tensor]) -> Tensor:
     return cross_attentions[-1][:, :, -1].mean(dim=1)  # last layer, last position: [R,h,T,S] -> [R,S]
 
 
 class CachedDecoderState:
-    def __init__(
-        self, model: Transformer, memory: EncoderOutput, copies: int, capacity: int, need_weights: bool = False
-    ) -> None:
+    def __init__(self, model: Transformer, memory: EncoderOutput, capacity: int, need_weights: bool = False) -> None:
         self.model = model
         self.need_weights = need_weights
-        # Encoder-decoder keys/values once per sentence, its `copies` rows attending as query rows of it;
-        # self-attention buffers for every row, allocated once at full capacity.
-        self.cache = model.init_cache(memory, capacity=capacity, group=copies)
+        # Encoder-decoder keys/values once per sentence (its rows, once expanded, attend as query rows of it);
+        # self-attention buffers allocated at full capacity.
+        self.cache = model.init_cache(memory, capacity=capacity)
 
     def step(self, tokens: Tensor) -> tuple[Tensor, Tensor | None]:
         if self.need_weights:
@@ -61,14 +66,16 @@ class CachedDecoderState:
         else:  # beams re-ranked within their sentences: copy only the rows whose history changes
             self.cache.reorder_within(rows)
 
+    def expand(self, copies: int) -> None:
+        self.cache.expand(copies)
+
 
 class RecomputeDecoderState:
-    def __init__(self, model: Transformer, memory: EncoderOutput, copies: int, need_weights: bool = False) -> None:
+    def __init__(self, model: Transformer, memory: EncoderOutput, need_weights: bool = False) -> None:
         self.model = model
         self.need_weights = need_weights
-        rows = torch.arange(memory.hidden.size(0), device=memory.hidden.device).repeat_interleave(copies)
-        self.memory = EncoderOutput(memory.hidden.index_select(0, rows), memory.mask.index_select(0, rows), [])
-        self.prefix = torch.empty(rows.numel(), 0, dtype=torch.long, device=rows.device)  # [R,t], from BOS
+        self.memory = EncoderOutput(memory.hidden, memory.mask, [])
+        self.prefix = torch.empty(memory.hidden.size(0), 0, dtype=torch.long, device=memory.hidden.device)  # [R,t]
 
     def step(self, tokens: Tensor) -> tuple[Tensor, Tensor | None]:
         self.prefix = torch.cat([self.prefix, tokens[:, None]], dim=1)
@@ -83,14 +90,17 @@ class RecomputeDecoderState:
                 self.memory.hidden.index_select(0, rows), self.memory.mask.index_select(0, rows), []
             )
 
+    def expand(self, copies: int) -> None:
+        self.reorder(torch.arange(self.prefix.size(0), device=self.prefix.device).repeat_interleave(copies), True)
+
 
 def start_decoder(
-    model: Transformer, memory: EncoderOutput, copies: int, capacity: int, use_cache: bool, need_weights: bool
+    model: Transformer, memory: EncoderOutput, capacity: int, use_cache: bool, need_weights: bool
 ) -> DecoderState:
-    """A decoder state with `copies` rows per sentence of `memory`."""
+    """A decoder state with one row per sentence of `memory` (searches `expand` it after their first step)."""
     if use_cache:
-        return CachedDecoderState(model, memory, copies, capacity, need_weights)
-    return RecomputeDecoderState(model, memory, copies, need_weights)
+        return CachedDecoderState(model, memory, capacity, need_weights)
+    return RecomputeDecoderState(model, memory, need_weights)
 
 
 __all__ = ["CachedDecoderState", "DecoderState", "RecomputeDecoderState", "start_decoder"]

@@ -89,6 +89,20 @@ class KVCache:
             self.memory_mask = self.memory_mask.index_select(0, sentences)
         return self
 
+    def expand(self, copies: int) -> KVCache:
+        """Each row becomes `copies` consecutive rows with its history, in place: a search's first step, run once
+        per sentence, then branches into k beams (or samples). The encoder-decoder keys/values stay once per
+        sentence (the group grows by `copies`); only the filled prefix of the self-attention buffers is copied."""
+        if copies == 1:
+            return self
+        for buffers in (self.self_k, self.self_v):
+            for i, old in enumerate(buffers):
+                new = old.new_empty(old.size(0) * copies, *old.shape[1:])
+                new[:, :, : self.length] = old[:, :, : self.length].repeat_interleave(copies, dim=0)
+                buffers[i] = new
+        self.group *= copies
+        return self
+
     def _sentences_of(self, index: Tensor) -> Tensor | None:
         """The sentence of each new group when every group of `index` reads rows of a single sentence, else None."""
         g = self.group
