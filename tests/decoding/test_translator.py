@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from aiayn.decoding import LongInputError, Translator
 from aiayn.decoding.translator import make_batches
 from tests.decoding.model_dir import MAX_POSITIONS, multi30k_test_sentences
+from tests.test_cpu import GLIBC_ONLY, large_block_in_heap
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +73,14 @@ def test_detailed_nbest_scores_pieces_and_attention(translator):
 def test_translate_rejects_a_single_string(translator):
     with pytest.raises(TypeError, match="list of sentences"):
         translator.translate("A dog.")
+
+
+@GLIBC_ONLY
+@pytest.mark.parametrize("reuse_memory", [True, False])
+def test_from_pretrained_keeps_freed_memory_unless_told_not_to(model_dir: Path, reuse_memory: bool) -> None:
+    """On CPU the process's allocator keeps freed memory (faster steps), except with reuse_memory=False."""
+    setup = (
+        "from aiayn.decoding import Translator\n"
+        f"Translator.from_pretrained({str(model_dir)!r}, reuse_memory={reuse_memory})"
+    )
+    assert large_block_in_heap(setup) == reuse_memory
