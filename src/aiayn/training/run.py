@@ -3,6 +3,7 @@ build the model, resume from the run directory's last checkpoint if there is one
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 from pathlib import Path
@@ -92,6 +93,11 @@ def train(run: RunConfig, resume: bool = True) -> TrainState:
                 print(f"resumed from {checkpoint} (update {trainer.state.step})", file=sys.stderr)
         return trainer.fit()
     finally:
+        # Free the model, DDP/FSDP state and any collective handles they hold while the interpreter is fully
+        # alive, then leave the process group: gloo work objects destroyed later, during interpreter shutdown,
+        # can abort the process (seen once: SIGABRT on one rank after an FSDP run had finished).
+        trainer = model = None  # noqa: F841
+        gc.collect()
         shutdown(ctx)
 
 
