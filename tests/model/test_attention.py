@@ -102,7 +102,7 @@ def test_bf16_cpu_training_path_equals_fused_kernel(is_causal: bool, generator: 
 
 @pytest.mark.parametrize("queries", [1, 4])
 def test_decode_step_path_equals_fused_kernel(queries: int, generator: torch.Generator) -> None:
-    """Inference with a few queries per row takes three plain products (faster per decoding step on CPU): same
+    """Inference with a few queries per row takes the explicit formula (faster per decoding step on CPU): same
     output as the fused kernel, on a strided cache slice, with and without a padding mask; a row whose keys are
     all masked gives finite values (no NaN)."""
     import torch.nn.functional as F

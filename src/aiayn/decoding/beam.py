@@ -29,7 +29,7 @@ from aiayn.decoding.encoding import encode_by_length
 from aiayn.decoding.hypothesis import Hypothesis, insert_nbest
 from aiayn.decoding.length_penalty import best_future_score, normalised_score
 from aiayn.decoding.limits import constrain_, output_length_limits
-from aiayn.decoding.state import start_decoder
+from aiayn.decoding.state import branch, start_decoder
 from aiayn.model import Transformer
 
 NEG_INF = float("-inf")
@@ -60,10 +60,8 @@ def beam_search(model: Transformer, src: Tensor, config: DecodeConfig) -> list[l
         b = sentence.numel()
         logits, weights = state.step(tokens)  # [b*k, V]; [b, V] at t = 0
         lprobs = F.log_softmax(logits.float(), dim=-1)  # one fused pass (faster here than logsumexp alone)
-        if t == 0 and k > 1:  # the first step ran once per sentence (its k beams would all read BOS): branch
-            lprobs = lprobs.repeat_interleave(k, dim=0)
-            weights = None if weights is None else weights.repeat_interleave(k, dim=0)
-            state.expand(k)
+        if t == 0 and k > 1:  # the first step ran once per sentence (its k beams would all read BOS)
+            lprobs, weights = branch(state, k, lprobs, weights)
         constrain_(lprobs, t, config, c, at_max=(max_len == t).repeat_interleave(k))
         # Within a row the hypothesis score is a constant, so the sentence's best 2k of k * V candidates are
         # among its rows' best 2k log-probabilities: rank those, not a k * V matrix of sums.

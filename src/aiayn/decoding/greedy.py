@@ -18,7 +18,7 @@ from aiayn.decoding.encoding import encode_by_length
 from aiayn.decoding.hypothesis import Hypothesis, insert_nbest
 from aiayn.decoding.length_penalty import normalised_score
 from aiayn.decoding.limits import constrain_, output_length_limits
-from aiayn.decoding.state import start_decoder
+from aiayn.decoding.state import branch, start_decoder
 from aiayn.model import Transformer
 
 Chooser = Callable[[Tensor], Tensor]  # masked log-probabilities [R,V] -> chosen ids [R]
@@ -49,10 +49,8 @@ def decode_rows(
     results: list[list[Hypothesis]] = [[] for _ in range(batch)]
     for t in range(steps):
         logits, weights = state.step(tokens)
-        if t == 0 and copies > 1:  # the first step ran once per sentence (every copy reads BOS): branch
-            logits = logits.repeat_interleave(copies, dim=0)
-            weights = None if weights is None else weights.repeat_interleave(copies, dim=0)
-            state.expand(copies)
+        if t == 0 and copies > 1:  # the first step ran once per sentence (every copy reads BOS)
+            logits, weights = branch(state, copies, logits, weights)
         lprobs = constrain_(F.log_softmax(logits.float(), dim=-1), t, config, c, at_max=max_len == t)
         chosen = choose(lprobs)  # [R]
         log_prob += lprobs.gather(1, chosen[:, None]).squeeze(1)

@@ -94,6 +94,13 @@ class RecomputeDecoderState:
         self.reorder(torch.arange(self.prefix.size(0), device=self.prefix.device).repeat_interleave(copies), True)
 
 
+def branch(state: DecoderState, copies: int, *per_row: Tensor | None) -> tuple[Tensor | None, ...]:
+    """After a first step run once per sentence: expand `state` to `copies` rows per sentence, and repeat each
+    per-row tensor of that step (logits, attention; None stays None) to match."""
+    state.expand(copies)
+    return tuple(None if x is None else x.repeat_interleave(copies, dim=0) for x in per_row)
+
+
 def start_decoder(
     model: Transformer, memory: EncoderOutput, capacity: int, use_cache: bool, need_weights: bool
 ) -> DecoderState:
@@ -103,4 +110,4 @@ def start_decoder(
     return RecomputeDecoderState(model, memory, need_weights)
 
 
-__all__ = ["CachedDecoderState", "DecoderState", "RecomputeDecoderState", "start_decoder"]
+__all__ = ["CachedDecoderState", "DecoderState", "RecomputeDecoderState", "branch", "start_decoder"]

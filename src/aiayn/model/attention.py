@@ -59,16 +59,6 @@ def _is_decode_step(q: Tensor, is_causal: bool) -> bool:
     )
 
 
-def _decode_step_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
-    """Eq. (1) for few queries, as three batched products and a softmax. Masked scores are set to the dtype's
-    lowest finite value, so their weights are exactly 0 beside any unmasked key (a row with no key at all
-    averages the values instead of giving NaN)."""
-    scores = torch.matmul(q * (1.0 / math.sqrt(q.size(-1))), k.transpose(-2, -1))  # [B,h,Tq,Tk]
-    if mask is not None:
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    return torch.matmul(torch.softmax(scores, dim=-1), v)
-
-
 def scaled_dot_product_attention(
     q: Tensor,
     k: Tensor,
@@ -81,19 +71,17 @@ def scaled_dot_product_attention(
     """Eq. (1). Uses the fused kernel unless the weights are wanted; `is_causal` needs Tq == Tk and no mask.
 
     Two exceptions, measured on CPU with 2 threads. Decoding steps (no gradient, at most 16 queries per row):
-    the fused kernel's per-call work dominates, and three plain products are faster (small model, 256 rows x 4
+    the fused kernel's per-call work dominates, and the explicit formula is faster (small model, 256 rows x 4
     heads: encoder-decoder attention over 33 source positions 468 -> 149 us per call, self-attention over 20
     decoded positions 254 -> 158 us; a whole beam-4 search 6-11% faster, greedy 3%). And bfloat16 training
     with sentence-length keys, where the fused kernel's backward pass is slow (base model, batch of 128 x 32
     tokens: 2.53 s per training step with it, 2.08 s with the explicit formula; in float32 the two are equal).
     """
-    if need_weights or _explicit_is_faster(q, k):
+    if need_weights or _explicit_is_faster(q, k) or _is_decode_step(q, is_causal):
         if is_causal:
             mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
         out, weights = explicit_attention(q, k, v, mask, dropout_p)
         return out, weights if need_weights else None
-    if dropout_p == 0.0 and _is_decode_step(q, is_causal):
-        return _decode_step_attention(q, k, v, mask), None
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)
     return out, None
 
