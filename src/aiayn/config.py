@@ -6,24 +6,29 @@ are parsed to the field's type).
 
 A training run is a `RunConfig`: one YAML file whose sections `model:`, `data:`, `train:` and `decode:` map
 one-to-one onto `ModelConfig` (plus `preset:`), `DataConfig`, `TrainConfig` (section 5) and `DecodeConfig`;
-`load_run_config(path, ["train.max_updates=3", ...])` reads it and applies `--set` overrides.
+`load_run_config(path, ["train.max_updates=3", ...])` reads it and applies `--set` overrides. Reading and
+type coercion (by the fields' type hints) live in `aiayn.config_loading`; its public names are importable here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import types
-import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-T = TypeVar("T")
-
-
-class ConfigError(ValueError):
-    """A configuration field is unknown or has an invalid value."""
+from aiayn.config_loading import (
+    ConfigError,
+    check_choices,
+    check_finite,
+    check_known,
+    dump_yaml,
+    from_dict,
+    parse_sets,
+    read_yaml,
+    split_sections,
+    with_overrides,
+)
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,9 @@ class ModelConfig:
     """Hyperparameters of the encoder-decoder Transformer (sections 3 and 5.4, Table 3).
 
     Departures from the paper are named flags: `norm_first` (pre-norm), `positional="learned"`
-    (Table 3 row E), `share_embeddings=False` / `tie_output=False` (untied weights).
+    (Table 3 row E), `share_embeddings=False` / `tie_output=False` (untied weights). Models made elsewhere
+    (OPUS-MT, fairseq; docs/INTEROP.md) add `activation`, `positional_layout`, `positional_frequencies`,
+    `positional_offset`, `final_logits_bias` and `decoder_start`, whose defaults are the paper's.
     """
 
     src_vocab_size: int = 37000
@@ -55,11 +62,22 @@ class ModelConfig:
     tie_output: bool = True  # pre-softmax linear shares the target embedding matrix (3.4)
     scale_embeddings: bool = True  # multiply embeddings by sqrt(d_model) (3.4)
     pad_id: int = 0
-    bos_id: int = 1
+    bos_id: int | None = 1  # None: the vocabulary has no BOS (Marian); then `decoder_start` names another row
     eos_id: int = 2
     unk_id: int = 3
+    # --- settings of models made elsewhere (aiayn.interop, docs/INTEROP.md); the defaults are the paper's ---
+    activation: Literal["relu", "swish", "gelu"] = "relu"  # eq. 2's max(0, .); Marian: swish (SiLU); BART: gelu
+    # 3.5's sin/cos: interleaved (sin at even, cos at odd dimensions, as written) or concat (all sines, then all
+    # cosines: tensor2tensor, Marian, fairseq); frequencies 10000^(-2i/d_model) (paper) or fairseq's
+    # 10000^(-i/(d_model/2 - 1)); positions counted from `positional_offset` (fairseq: padding_idx + 1)
+    positional_layout: Literal["interleaved", "concat"] = "interleaved"
+    positional_frequencies: Literal["paper", "fairseq"] = "paper"
+    positional_offset: int = 0
+    final_logits_bias: bool = False  # a [V] vector added to the logits (Marian's `final_logits_bias`)
+    decoder_start: Literal["bos", "pad", "eos"] = "bos"  # the decoder's first input: BOS (ours), pad (Marian), eos
 
     def __post_init__(self) -> None:
+        check_finite(self, "model")
         positive = ("src_vocab_size", "tgt_vocab_size", "N", "d_model", "d_ff", "h", "d_k", "d_v")
         for name in positive:
             if int(getattr(self, name)) <= 0:
@@ -69,8 +87,9 @@ class ModelConfig:
         for name in ("P_drop", "eps_ls", "attention_dropout", "activation_dropout"):
             if not 0.0 <= float(getattr(self, name)) < 1.0:
                 raise ConfigError(f"model.{name} must be in [0, 1), got {getattr(self, name)}")
-        if self.positional not in ("sinusoidal", "learned"):
-            raise ConfigError(f"model.positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+        if not 0.0 < self.layer_norm_eps < 1.0:
+            raise ConfigError(f"model.layer_norm_eps must be in (0, 1), got {self.layer_norm_eps}")
+        check_choices(self, "model")
         if self.positional == "sinusoidal" and self.d_model % 2:
             raise ConfigError(f"sinusoidal positions need an even model.d_model, got {self.d_model}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
@@ -78,13 +97,26 @@ class ModelConfig:
                 "model.share_embeddings needs one shared vocabulary, but "
                 f"src_vocab_size={self.src_vocab_size} != tgt_vocab_size={self.tgt_vocab_size}"
             )
-        specials = {self.pad_id, self.bos_id, self.eos_id, self.unk_id}
-        if len(specials) != 4 or max(specials) >= min(self.src_vocab_size, self.tgt_vocab_size):
+        named = [self.pad_id, self.eos_id, self.unk_id] + ([] if self.bos_id is None else [self.bos_id])
+        specials = set(named)
+        vocab = min(self.src_vocab_size, self.tgt_vocab_size)
+        if len(specials) != len(named) or min(specials) < 0 or max(specials) >= vocab:
             raise ConfigError("model.pad_id/bos_id/eos_id/unk_id must be distinct ids inside the vocabulary")
+        if self.bos_id is None and self.decoder_start == "bos":
+            raise ConfigError("model.bos_id is null, so model.decoder_start must be 'pad' or 'eos'")
+        if self.positional_offset < 0:
+            raise ConfigError(f"model.positional_offset must be >= 0, got {self.positional_offset}")
+        if self.positional_frequencies == "fairseq" and self.d_model < 4:
+            raise ConfigError("model.positional_frequencies='fairseq' needs d_model >= 4")
 
     @property
     def decoder_layers(self) -> int:
         return self.N if self.N_dec is None else self.N_dec
+
+    @property
+    def decoder_start_id(self) -> int:
+        """The id the decoder reads first (position 0): bos_id, pad_id or eos_id, by `decoder_start`."""
+        return {"bos": self.bos_id, "pad": self.pad_id, "eos": self.eos_id}[self.decoder_start]
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -121,6 +153,10 @@ def preset(name: str, **overrides: Any) -> ModelConfig:
     return PRESETS[name].with_overrides(**overrides) if overrides else PRESETS[name]
 
 
+MAX_BEAM = 1024  # hypotheses per sentence; beyond it the search is refused before allocating anything
+MAX_OUTPUT_LEN = 1 << 16  # the most output tokens the length settings may allow
+
+
 @dataclass(frozen=True)
 class DecodeConfig:
     """Search settings; defaults are section 6.1: beam 4, alpha 0.6, max length input + 50.
@@ -148,18 +184,27 @@ class DecodeConfig:
     seed: int = 1
     use_cache: bool = True  # False recomputes the whole prefix every step (the naive decoder; tests, benchmarks)
     need_attention: bool = False  # return each hypothesis' encoder-decoder attention (last layer, head mean)
+    # which implementation of eq. (1) runs; auto = chosen by aiayn.kernels for the device and workload
+    attention_impl: Literal["auto", "explicit", "sdpa"] = "auto"
+    # which kernel computes float32 CPU products; auto = chosen by aiayn.kernels for the device and workload
+    linear_kernel: Literal["auto", "onednn", "torch"] = "auto"
+    # weights' arithmetic: bf16 keeps log-softmax and scores in float32; int8 = the decoder's linear layers;
+    # auto = bf16 on a GPU or a CPU with native bf16 matrix units (AMX, AVX-512 BF16), else float32
+    precision: Literal["auto", "float32", "bf16", "int8"] = "auto"
 
     def __post_init__(self) -> None:
-        if self.beam < 1:
-            raise ConfigError(f"decode.beam must be >= 1, got {self.beam}")
+        check_finite(self, "decode")
+        if not 1 <= self.beam <= MAX_BEAM:
+            raise ConfigError(f"decode.beam must be in [1, {MAX_BEAM}], got {self.beam}")
+        if self.max_len_b > MAX_OUTPUT_LEN or self.max_len_a > MAX_OUTPUT_LEN:
+            raise ConfigError(f"decode.max_len_a and decode.max_len_b must be at most {MAX_OUTPUT_LEN}")
+        if abs(self.lenpen) > 100:
+            raise ConfigError(f"decode.lenpen must be in [-100, 100], got {self.lenpen}")
         if self.nbest < 1 or self.nbest > self.beam:
             raise ConfigError(f"decode.nbest must be in [1, beam={self.beam}], got {self.nbest}")
         if self.greedy and self.nbest > 1:
             raise ConfigError(f"decode.greedy gives one hypothesis per sentence; got nbest={self.nbest}")
-        if self.lenpen_form not in ("gnmt", "power"):
-            raise ConfigError(f"decode.lenpen_form must be 'gnmt' or 'power', got {self.lenpen_form!r}")
-        if self.on_long_line not in ("truncate", "error"):
-            raise ConfigError(f"decode.on_long_line must be 'truncate' or 'error', got {self.on_long_line!r}")
+        check_choices(self, "decode")
         if self.temperature <= 0 or not 0 < self.top_p <= 1 or self.top_k < 0:
             raise ConfigError("decode.temperature must be > 0, top_p in (0, 1], top_k >= 0")
         if self.max_len_a < 0 or self.max_len_b < 0 or self.min_len < 0:
@@ -195,6 +240,7 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "test_prefixes", tuple(self.test_prefixes))
+        check_finite(self, "data")
         if self.max_tokens <= 0:
             raise ConfigError(f"data.max_tokens must be positive, got {self.max_tokens}")
         if self.max_sentences is not None and self.max_sentences <= 0:
@@ -225,118 +271,42 @@ class TrainConfig:
     max_minutes: float = 0.0  # wall-time budget over all resumptions of the run; 0 = no limit
     log_every: int = 100  # updates per metrics.jsonl record and progress-bar refresh
     valid_every: int = 1000  # validation loss/perplexity every N updates; 0 = at each epoch end
-    bleu: bool = True  # validation BLEU (needs aiayn.decoding); uses the decode: section
+    bleu: bool = True  # validation BLEU, translating with the decode: section's search
     bleu_every: int = 0  # every M updates; 0 = at each epoch end
     bleu_max_sentences: int = 500  # first sentences of the validation set scored, to bound time
     save_every: int = 1000  # checkpoint every K updates (and at the end); 0 = only at the end
     keep_last: int = 5  # numbered checkpoints kept (the paper averaged the last 5 for base, 20 for big)
     device: str = "auto"  # auto (cuda when available) | cpu | cuda | cuda:N
-    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 on a GPU that has it, else fp32
+    # auto: bf16 on a GPU that has it or a CPU with native bf16 matrix units (AMX, AVX-512 BF16), else fp32
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     threads: int = 0  # torch CPU threads; 0 = torch's default
     reuse_memory: bool = True  # CPU: keep freed memory in the process (aiayn.cpu); faster steps
     linear_kernel: Literal["auto", "onednn", "torch"] = "auto"  # float32 CPU products: auto = oneDNN if available
+    # which implementation of eq. (1) runs; auto = chosen by aiayn.kernels for the device and workload
+    attention_impl: Literal["auto", "explicit", "sdpa"] = "auto"
     compile: bool = False  # torch.compile the model for training
     fsdp: bool = False  # shard parameters, gradients and Adam state over ranks (FSDP2) instead of DDP; world_size > 1
     progress: bool = True  # tqdm progress bar on stderr (rank 0 only)
     tensorboard: bool = True  # also write TensorBoard events when tensorboard is installed
+    # divergence guard: an update whose loss or gradient is not finite is skipped and logged; this many in a
+    # row stop the run (the last good checkpoint stays the newest)
+    max_bad_updates: int = 5
+    allow_data_change: bool = False  # resume even if the data or tokenizer differ from the checkpoint's
 
     def __post_init__(self) -> None:
-        positive = ("warmup", "update_freq", "log_every", "bleu_max_sentences", "keep_last")
+        check_finite(self, "train")
+        positive = ("warmup", "update_freq", "log_every", "bleu_max_sentences", "keep_last", "max_bad_updates")
         for name in positive:
             if int(getattr(self, name)) <= 0:
                 raise ConfigError(f"train.{name} must be positive, got {getattr(self, name)}")
         for name in ("max_updates", "max_epochs", "max_minutes", "valid_every", "bleu_every", "save_every"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"train.{name} must be >= 0 (0 = off), got {getattr(self, name)}")
-        if self.lr_scale <= 0 or self.clip_norm < 0 or self.weight_decay < 0:
-            raise ConfigError("train.lr_scale must be > 0, train.clip_norm and train.weight_decay >= 0")
+        if not 0 < self.lr_scale <= 1e3 or self.clip_norm < 0 or self.weight_decay < 0:
+            raise ConfigError("train.lr_scale must be in (0, 1000], train.clip_norm and train.weight_decay >= 0")
         if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1 and self.adam_eps > 0):
             raise ConfigError("train.adam_beta1/adam_beta2 must be in [0, 1) and train.adam_eps > 0")
-        if self.precision not in ("auto", "fp32", "bf16", "fp16"):
-            raise ConfigError(f"train.precision must be auto, fp32, bf16 or fp16, got {self.precision!r}")
-        if self.linear_kernel not in ("auto", "onednn", "torch"):
-            raise ConfigError(f"train.linear_kernel must be auto, onednn or torch, got {self.linear_kernel!r}")
-
-
-# --- generic helpers shared by every config dataclass ------------------------------------------------------
-
-
-def parse_value(text: str, current: Any, name: str) -> Any:
-    """Parse a command-line string to the type of the field's current value."""
-    if not isinstance(text, str):
-        return text
-    try:
-        if isinstance(current, bool):
-            low = text.strip().lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(text)
-        if isinstance(current, int):
-            try:
-                return int(text)
-            except ValueError:
-                number = float(text)  # accept "1e5"
-                if not number.is_integer():
-                    raise
-                return int(number)
-        if isinstance(current, float):
-            return float(text)
-        if current is None:
-            low = text.strip().lower()
-            if low in ("none", "null", ""):
-                return None
-            for cast in (int, float):
-                try:
-                    return cast(text)
-                except ValueError:
-                    pass
-            return text
-        if isinstance(current, (list, tuple)):
-            return [item.strip() for item in text.split(",") if item.strip()]
-    except ValueError:
-        raise ConfigError(f"{name}: cannot parse {text!r} as {type(current).__name__}") from None
-    return text
-
-
-def with_overrides(config: T, overrides: dict[str, Any], section: str) -> T:
-    """Return a copy of a config dataclass with fields replaced; unknown fields raise `ConfigError`."""
-    known = {f.name: f for f in fields(config)}  # type: ignore[arg-type]
-    values = {}
-    for key, value in overrides.items():
-        if key not in known:
-            raise ConfigError(f"unknown field {section}.{key}; known fields: {', '.join(known)}")
-        nullable = "None" in str(known[key].type)
-        if nullable and isinstance(value, str) and value.strip().lower() in ("none", "null"):
-            values[key] = None
-            continue
-        values[key] = parse_value(value, _prototype(known[key], getattr(config, key)), f"{section}.{key}")
-    return dataclasses.replace(config, **values)  # type: ignore[type-var]
-
-
-def _prototype(f: dataclasses.Field, current: Any) -> Any:
-    """A value of the field's declared type: `max_minutes: float` may hold the int 60 read from YAML."""
-    declared = str(f.type).replace(" ", "")
-    if isinstance(current, int) and not isinstance(current, bool) and declared.startswith("float"):
-        return float(current)
-    if current is None and declared.split("|")[0] in ("int", "float"):
-        return {"int": 0, "float": 0.0}[declared.split("|")[0]]
-    return current
-
-
-def from_dict(cls: type[T], data: dict[str, Any], section: str) -> T:
-    """Build a config dataclass from a mapping, naming any unknown field."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{section}: expected a mapping, got {type(data).__name__}")
-    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"unknown field(s) in {section}: {', '.join(unknown)}")
-    try:
-        return cls(**data)
-    except TypeError as error:
-        raise ConfigError(f"{section}: {error}") from None
+        check_choices(self, "train")
 
 
 # --- run configuration: one YAML file, one section per dataclass --------------------------------------------
@@ -364,95 +334,20 @@ class RunConfig:
         return out
 
 
-def _suggest(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
-
-
-def _check_types(cls: type, data: dict[str, Any], section: str) -> None:
-    """Reject YAML values of the wrong type (e.g. a string for an int), naming the field."""
-    hints = typing.get_type_hints(cls)
-    for key, value in data.items():
-        hint = hints.get(key)
-        if hint is None:
-            continue
-        allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-        if _type_ok(value, allowed):
-            continue
-        expected = " or ".join(_type_name(kind) for kind in allowed)
-        raise ConfigError(f"{section}.{key}: expected {expected}, got {value!r}")
-
-
-def _type_name(kind: Any) -> str:
-    if typing.get_origin(kind) is Literal:
-        return "one of " + ", ".join(map(repr, typing.get_args(kind)))
-    return "null" if kind is type(None) else str(getattr(kind, "__name__", kind))
-
-
-def _type_ok(value: Any, allowed: tuple) -> bool:
-    for kind in allowed:
-        origin = typing.get_origin(kind)
-        if kind is type(None) and value is None:
-            return True
-        if origin is Literal and value in typing.get_args(kind):
-            return True
-        if origin in (tuple, list) and isinstance(value, (list, tuple)):
-            return True
-        if kind is bool and isinstance(value, bool):
-            return True
-        if kind is int and isinstance(value, int) and not isinstance(value, bool):
-            return True
-        if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return True
-        if kind is str and isinstance(value, str):
-            return True
-    return False
-
-
-def _parse_sets(sets: list[str]) -> dict[str, dict[str, str]]:
-    """["train.max_updates=3", ...] -> {"train": {"max_updates": "3"}}; malformed items raise ConfigError."""
-    by_section: dict[str, dict[str, str]] = {}
-    for item in sets:
-        key, sep, value = item.partition("=")
-        section, dot, name = key.strip().partition(".")
-        if not sep or not dot or not name:
-            raise ConfigError(f"--set expects section.field=value, got {item!r}")
-        if section not in SECTIONS:
-            raise ConfigError(f"--set {item}: unknown section {section!r}; sections: {', '.join(SECTIONS)}")
-        by_section.setdefault(section, {})[name] = value
-    return by_section
-
-
-def build_run_config(document: dict[str, Any], sets: list[str] = (), source: str = "config") -> RunConfig:
+def build_run_config(document: Any, sets: list[str] = (), source: str = "config") -> RunConfig:
     """Build a RunConfig from a parsed YAML mapping and `--set section.field=value` strings."""
-    if document is None:
-        document = {}
-    if not isinstance(document, dict):
-        raise ConfigError(f"{source}: expected a mapping with sections {', '.join(SECTIONS)}")
-    unknown = sorted(set(document) - set(SECTIONS))
-    if unknown:
-        hint = _suggest(unknown[0], list(SECTIONS))
-        raise ConfigError(f"{source}: unknown section(s) {', '.join(unknown)}{hint}; sections: {', '.join(SECTIONS)}")
-    overrides = _parse_sets(list(sets))
+    raw = split_sections(document, SECTIONS, source)
+    overrides = parse_sets(list(sets), SECTIONS)
     built: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
-        raw = document.get(name)
-        if not isinstance(raw, (dict, type(None))):
-            raise ConfigError(f"{source}: section {name} must be a mapping of fields, got {type(raw).__name__}")
-        section = dict(raw or {})
-        sets_here = overrides.get(name, {})
+        values, texts = raw[name], overrides.get(name, {})
         known = [f.name for f in fields(cls)] + (["preset"] if name == "model" else [])
-        for key in [*section, *sets_here]:
-            if key not in known:
-                hint = _suggest(key, known)
-                raise ConfigError(f"{source}: unknown field {name}.{key}{hint}; known fields: {', '.join(known)}")
         try:
+            check_known([*values, *texts], known, name)
             if name == "model":
-                built[name] = _model_section(section, sets_here)
+                built[name] = _model_section(values, texts)
             else:
-                _check_types(cls, section, name)
-                built[name] = with_overrides(from_dict(cls, section, name), sets_here, name)
-            _check_types(cls, {f.name: getattr(built[name], f.name) for f in fields(cls)}, name)
+                built[name] = with_overrides(from_dict(cls, values, name), texts, name)
         except ConfigError as error:
             raise ConfigError(f"{source}: {error}") from None
     return RunConfig(**built)
@@ -466,30 +361,18 @@ def _model_section(section: dict[str, Any], sets: dict[str, str]) -> ModelConfig
     name = str(sets.pop("preset", section.pop("preset", "base")))
     if name not in PRESETS:
         raise ConfigError(f"unknown model.preset {name!r}; choose one of {', '.join(PRESETS)}")
-    _check_types(ModelConfig, section, "model")
-    config = with_overrides(PRESETS[name], section, "model")
+    config = with_overrides(PRESETS[name], section, "model", text=False)  # YAML values are typed already
     return with_overrides(config, sets, "model")
 
 
 def load_run_config(path: str | Path, sets: list[str] = ()) -> RunConfig:
     """Read a YAML run config and apply `--set section.field=value` overrides; errors name the file and field."""
-    import yaml
-
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: config file not found")
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
-    return build_run_config(document, sets, source=str(path))
+    return build_run_config(read_yaml(path), sets, source=str(path))
 
 
 def dump_run_config(config: RunConfig) -> str:
     """The YAML text of a RunConfig (what `load_run_config` reads back to an equal config)."""
-    import yaml
-
-    return yaml.safe_dump(config.to_dict(), sort_keys=False)
+    return dump_yaml(config.to_dict())
 
 
 __all__ = [
@@ -505,7 +388,6 @@ __all__ = [
     "dump_run_config",
     "from_dict",
     "load_run_config",
-    "parse_value",
     "preset",
     "with_overrides",
 ]

@@ -3,8 +3,7 @@
 Each training step or decoding step allocates and frees the same tensors (logits [tokens, V], activations).
 glibc returns blocks of more than a few MB to the operating system on free and maps fresh, zeroed pages on the
 next allocation, so every step pays page faults; inside a virtual machine this can cost more than the
-arithmetic (measured here: training, log_softmax over [3900, 8000] 75 -> 24 ms, the output projection
-236 -> 142 ms; decoding, small model, beam 4 over 64 sentences, 3,760 -> 4,450 output tokens/s).
+arithmetic (figures: docs/benchmarks/notes.md).
 `keep_freed_memory` tells glibc to serve all allocations from its heap and never trim it, so later steps
 reuse warm pages. The price: the process keeps its peak memory until it exits. Training applies it with
 `train.reuse_memory` (default on), `Translator.from_pretrained` with `reuse_memory=True` (the default).

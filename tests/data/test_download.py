@@ -9,7 +9,8 @@ import pytest
 
 from aiayn.data import download
 from aiayn.data.corpus import CorpusError
-from aiayn.data.download import MULTI30K_SHA256, ensure_multi30k, resolve_data_dir, sha256_file
+from aiayn.data.download import MULTI30K_SHA256, ensure_multi30k, resolve_data_dir
+from aiayn.io import sha256_file
 from tests.data.test_tokenizer import multi30k_dir
 
 

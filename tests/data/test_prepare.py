@@ -140,8 +140,14 @@ def test_existing_out_needs_force(corpus: Path, tmp_path: Path) -> None:
     (out / "old-file").write_text("x")
     with pytest.raises(FileExistsError, match="--force"):
         run_prepare(corpus, out)
+    with pytest.raises(FileExistsError, match="not written by this command"):  # issue 12: never a foreign folder
+        run_prepare(corpus, out, force=True)
     assert leftovers(out) == ["old-file"]
-    run_prepare(corpus, out, force=True, vocab_size=600)
+    (out / "old-file").unlink()
+    out.rmdir()
+    run_prepare(corpus, out)
+    (out / "old-file").write_text("x")
+    run_prepare(corpus, out, force=True, vocab_size=600)  # its own output: replaced
     assert "old-file" not in leftovers(out)
     assert ParallelDataset(out, "train").vocab_size == 600
     assert leftovers(tmp_path) == ["bin"]  # no temporary or backup directory left

@@ -1,4 +1,4 @@
-"""Beam search against brute force (issue 4, check 1) on tiny random models with a 6-token vocabulary.
+"""Beam search against brute force on tiny random models with a 6-token vocabulary.
 
 1. With a beam wide enough to never prune, beam search (with its early stopping) must return exactly the
    best hypotheses of an exhaustive search over all outputs of at most L tokens, under the same

@@ -1,4 +1,4 @@
-"""Searches against each other (issue 4, check 1): beam 1 vs greedy, cached vs recomputed decoding, a batch vs
+"""Searches against each other: beam 1 vs greedy, cached vs recomputed decoding, a batch vs
 each sentence alone, n-best order, length limits, attention weights."""
 
 from __future__ import annotations

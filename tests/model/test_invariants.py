@@ -1,11 +1,13 @@
-"""Issue 2, checks 3 and 4: causality, padding invariance, and cached incremental decoding."""
+"""Causality, padding invariance, and cached incremental decoding equal to the full pass (3.2.3); the searches'
+cache operations (`aiayn.decoding.beam_cache`) keep that equality."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from aiayn.model import Transformer
+from aiayn.decoding.beam_cache import expand, reorder_rows, reorder_within
+from aiayn.model import KVCache, StepOutput, Transformer
 from tests.conftest import PAD, random_batch, tiny_config
 
 
@@ -57,6 +59,11 @@ def test_source_padding_is_ignored_whatever_the_pad_position_holds(model: Transf
     assert (base - poked).abs().max() <= 1e-5
 
 
+def last(out: StepOutput) -> tuple[torch.Tensor, KVCache]:
+    """The next-token logits [B,V] of a step and its cache."""
+    return out.logits[:, -1], out.cache
+
+
 def full_logits(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
     return model.decode(tgt, model.encode(src)).logits
 
@@ -68,7 +75,7 @@ def test_incremental_decoding_equals_full_pass(model: Transformer, generator: to
         expected = full_logits(model, src, tgt)
         cache = model.init_cache(model.encode(src), capacity=3)  # small: the buffers must grow
         for t in range(12):
-            logits, cache = model.step(tgt[:, t], cache)
+            logits, cache = last(model.step(tgt[:, t], cache))
             assert (logits - expected[:, t]).abs().max() <= 1e-5, f"step {t}"
         assert cache.length == 12
 
@@ -79,8 +86,8 @@ def test_multi_token_step_equals_full_pass(model: Transformer, generator: torch.
     with torch.no_grad():
         expected = full_logits(model, src, tgt)
         cache = model.init_cache(model.encode(src))
-        _, cache, first = model.step(tgt[:, :4], cache, need_weights=True)  # a forced prefix at once
-        _, cache, rest = model.step(tgt[:, 4:], cache, need_weights=True)
+        first = model.step(tgt[:, :4], cache, need_weights=True)  # a forced prefix at once
+        rest = model.step(tgt[:, 4:], cache, need_weights=True)
     assert (torch.cat([first.logits, rest.logits], 1) - expected).abs().max() <= 1e-5
 
 
@@ -98,12 +105,12 @@ def test_cache_reorder_equals_full_pass_of_reordered_prefixes(model, generator, 
     with torch.no_grad():
         cache = model.init_cache(model.encode(src))
         for t in range(4):
-            _, cache = model.step(tgt[:, t], cache)
-        cache.reorder(index, source_changed=source_changed)
+            _, cache = last(model.step(tgt[:, t], cache))
+        cache.reorder(index) if source_changed else reorder_within(cache, index)
         reordered = torch.cat([tgt[index, :4], tgt[:, 4:]], dim=1)
         expected = full_logits(model, src[index], reordered)
         for t in range(4, 10):
-            logits, cache = model.step(reordered[:, t], cache)
+            logits, cache = last(model.step(reordered[:, t], cache))
             assert (logits - expected[:, t]).abs().max() <= 1e-5, f"step {t}"
 
 
@@ -128,14 +135,14 @@ def test_grouped_cache_equals_full_pass(model, generator, index: torch.Tensor, g
         assert cache.batch_size == sentences * beam and cache.cross_k[0].size(0) == sentences
         expected = full_logits(model, rows_src, tgt)
         for t in range(4):
-            logits, cache = model.step(tgt[:, t], cache)
+            logits, cache = last(model.step(tgt[:, t], cache))
             assert (logits - expected[:, t]).abs().max() <= 1e-5, f"step {t}"
-        cache.reorder(index, source_changed=True)
+        reorder_rows(cache, index)
         assert (cache.group == beam) == grouped and cache.batch_size == index.numel()
         reordered = torch.cat([tgt[index, :4], tgt[index, 4:]], dim=1)
         expected = full_logits(model, rows_src[index], reordered)
         for t in range(4, 10):
-            logits, cache = model.step(reordered[:, t], cache)
+            logits, cache = last(model.step(reordered[:, t], cache))
             assert (logits - expected[:, t]).abs().max() <= 1e-5, f"step {t}"
 
 
@@ -151,13 +158,13 @@ def test_expanded_cache_equals_full_pass(model, generator) -> None:
         expected = full_logits(model, src.repeat_interleave(beam, dim=0), tgt)
         cache = model.init_cache(model.encode(src), capacity=4)  # grows past 4 after expanding
         for t in range(2):
-            logits, cache = model.step(first[:, t], cache)
+            logits, cache = last(model.step(first[:, t], cache))
             assert (logits - expected[::beam, t]).abs().max() <= 1e-5
         cross = cache.cross_k[0]
-        cache.expand(beam)
+        expand(cache, beam)
         assert cache.group == beam and cache.batch_size == sentences * beam and cache.cross_k[0] is cross
         for t in range(2, 7):
-            logits, cache = model.step(tgt[:, t], cache)
+            logits, cache = last(model.step(tgt[:, t], cache))
             assert (logits - expected[:, t]).abs().max() <= 1e-5, f"step {t}"
 
 
@@ -167,7 +174,7 @@ def test_grouped_cross_attention_weights_equal_per_row(model, generator) -> None
     with torch.no_grad():
         expected = model.decode(tgt, model.encode(src.repeat_interleave(2, 0)), need_weights=True)
         cache = model.init_cache(model.encode(src), group=2)
-        _, _, out = model.step(tgt, cache, need_weights=True)
+        out = model.step(tgt, cache, need_weights=True)
     for got, want in zip(out.cross_attentions, expected.cross_attentions, strict=True):
         assert got.shape == want.shape == (4, 4, 3, 7)
         assert (got - want).abs().max() <= 1e-6
@@ -179,12 +186,12 @@ def test_cache_shrinks_to_live_rows(model: Transformer, generator: torch.Generat
     with torch.no_grad():
         cache = model.init_cache(model.encode(src))
         for t in range(3):
-            _, cache = model.step(tgt[:, t], cache)
+            _, cache = last(model.step(tgt[:, t], cache))
         alive = torch.tensor([0, 2])
         cache.reorder(alive)
         expected = full_logits(model, src[alive], tgt[alive])
         for t in range(3, 7):
-            logits, cache = model.step(tgt[alive, t], cache)
+            logits, cache = last(model.step(tgt[alive, t], cache))
             assert (logits - expected[:, t]).abs().max() <= 1e-5
     assert cache.batch_size == 2
 

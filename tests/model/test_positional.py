@@ -1,4 +1,4 @@
-"""Issue 2, check 5: the sinusoids of section 3.5, and PE(pos+k) as a linear function of PE(pos)."""
+"""The sinusoids of section 3.5, and PE(pos+k) as a linear function of PE(pos)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 2, checks 6 and 7: Table 3 parameter counts; the model directory round trip and its errors."""
+"""Table 3 parameter counts; the model directory round trip and its errors."""
 
 from __future__ import annotations
 
@@ -91,11 +91,13 @@ def test_corrupt_weights_detected_by_checksum(saved) -> None:
         Transformer.from_pretrained(saved)
 
 
-def test_unreadable_weights_without_checksum(saved) -> None:
-    document = json.loads((saved / "config.json").read_text())
-    del document["weights"]["sha256"], document["weights"]["bytes"]
-    (saved / "config.json").write_text(json.dumps(document))
+def test_unreadable_weights_with_a_matching_checksum(saved) -> None:
+    import hashlib
+
     (saved / "model.safetensors").write_bytes(b"\x00" * 64)
+    document = json.loads((saved / "config.json").read_text())
+    document["weights"].update(sha256=hashlib.sha256(b"\x00" * 64).hexdigest(), bytes=64)
+    (saved / "config.json").write_text(json.dumps(document))
     with pytest.raises(ModelDirectoryError, match="not a readable safetensors"):
         Transformer.from_pretrained(saved)
 
@@ -137,3 +139,35 @@ def test_saved_files_are_readable_by_others(tmp_path) -> None:
     for name in ("config.json", "model.safetensors"):
         mode = stat.S_IMODE((tmp_path / "m" / name).stat().st_mode)
         assert mode == 0o666 & ~mask, (name, oct(mode))
+
+
+def test_format_1_directory_loads_as_the_same_model(tmp_path) -> None:
+    """A directory written in format 1 (one fused in_proj [W^Q; W^K; W^V] and out_proj per attention) loads
+    through `upgrade_v1` into exactly the model it was written from."""
+    from safetensors.torch import load_file, save_file
+
+    from aiayn.io import sha256_file
+
+    torch.manual_seed(4)
+    model = Transformer(tiny_config(N=2)).eval()
+    model.save_pretrained(tmp_path)
+    v2 = load_file(tmp_path / "model.safetensors")
+    v1: dict[str, torch.Tensor] = {}
+    for name, tensor in v2.items():  # rewrite the file with format 1's names and fused matrices
+        prefix, _, kind = name.rpartition(".")
+        if prefix.endswith(".w_q"):
+            base = prefix.removesuffix("w_q")
+            v1[f"{base}in_proj.{kind}"] = torch.cat([v2[f"{base}{p}.{kind}"] for p in ("w_q", "w_k", "w_v")])
+        elif prefix.endswith(".w_o"):
+            v1[f"{prefix.removesuffix('w_o')}out_proj.{kind}"] = tensor
+        elif not prefix.endswith((".w_k", ".w_v")):
+            v1[name] = tensor
+    save_file(v1, tmp_path / "model.safetensors")
+    document = json.loads((tmp_path / "config.json").read_text())
+    document["format_version"] = 1
+    document["weights"].update(sha256=sha256_file(tmp_path / "model.safetensors"),
+                               bytes=(tmp_path / "model.safetensors").stat().st_size)  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(document))
+    loaded = Transformer.from_pretrained(tmp_path)
+    assert loaded.state_dict().keys() == model.state_dict().keys()
+    assert all(torch.equal(loaded.state_dict()[k], v) for k, v in model.state_dict().items())

@@ -1,4 +1,4 @@
-"""Issue 2, check 1: the model equals torch.nn.Transformer's encoder/decoder with the same weights."""
+"""The model equals torch.nn.Transformer's encoder/decoder with the same weights."""
 
 from __future__ import annotations
 
@@ -50,10 +50,10 @@ def build_reference(model: Transformer) -> tuple[nn.TransformerEncoder, nn.Trans
 
 
 def copy_attention(ours, theirs: nn.MultiheadAttention) -> None:
-    theirs.in_proj_weight.copy_(ours.in_proj.weight)  # rows [W^Q; W^K; W^V] in both
-    theirs.in_proj_bias.copy_(ours.in_proj.bias)
-    theirs.out_proj.weight.copy_(ours.out_proj.weight)
-    theirs.out_proj.bias.copy_(ours.out_proj.bias)
+    theirs.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))  # [W^Q; W^K; W^V]
+    theirs.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
+    theirs.out_proj.weight.copy_(ours.w_o.weight)
+    theirs.out_proj.bias.copy_(ours.w_o.bias)
 
 
 def copy_ffn(ours, theirs) -> None:

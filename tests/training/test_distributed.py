@@ -1,4 +1,4 @@
-"""torchrun hooks (issue 6) on CPU with gloo: 2 processes x 1 micro-batch = 1 process x 2 micro-batches."""
+"""torchrun hooks on CPU with gloo: 2 processes x 1 micro-batch = 1 process x 2 micro-batches."""
 
 from __future__ import annotations
 

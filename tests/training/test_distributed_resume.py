@@ -1,4 +1,4 @@
-"""Killing a 2-process `torchrun` run (issue 6) right after a checkpoint and starting it again continues it
+"""Killing a 2-process `torchrun` run right after a checkpoint and starting it again continues it
 exactly: the resumed run logs, update for update, the same losses (bit for bit) as an uninterrupted 2-process
 run, and only rank 0 writes checkpoints, metrics and log lines. CPU, gloo, dropout on, shuffled batches.
 

@@ -1,4 +1,4 @@
-"""`train.fsdp` (issue 6) on CPU with gloo, 2 processes: FSDP2 trains the same parameters as DDP (float32
+"""`train.fsdp` on CPU with gloo, 2 processes: FSDP2 trains the same parameters as DDP (float32
 tolerance: reduce-scatter and all-reduce sum in different orders), writes checkpoints in the model directory
 format, and a run stopped at a checkpoint and resumed (full optimizer state re-sharded) continues exactly."""
 
@@ -45,7 +45,10 @@ def test_fsdp_matches_ddp_and_resumes(m30k_bin: Path, tmp_path: Path) -> None:
     ddp, sharded = weights(tmp_path / "ddp" / "checkpoint-0000006"), weights(tmp_path / "fsdp" / "checkpoint-0000006")
     start = weights(tmp_path / "fsdp" / "checkpoint-0000003")
     assert any(not torch.equal(sharded[name], start[name]) for name in sharded)  # it trained
-    for name in ddp:
+    # The key bias b^K adds q.b^K to every score of a query, which the softmax ignores: its gradient is rounding
+    # noise (exactly zero in exact arithmetic), which Adam scales up to lr-sized steps, so ulp-level differences
+    # between DDP's and FSDP's reductions show there and nowhere else. The function is compared on the rest.
+    for name in (n for n in ddp if not n.endswith("w_k.bias")):
         torch.testing.assert_close(sharded[name], ddp[name], rtol=1e-5, atol=1e-6, msg=name)
     ddp_losses = [r["loss"] for r in read_metrics(tmp_path / "ddp", "train")]
     fsdp_losses = [r["loss"] for r in read_metrics(tmp_path / "fsdp", "train")]

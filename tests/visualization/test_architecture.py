@@ -1,4 +1,4 @@
-"""Issue 5: the architecture diagram is drawn from the configuration, not a fixed picture."""
+"""The architecture diagram is drawn from the configuration, not a fixed picture."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 5, check 1: the attention figures show exactly what the model computes.
+"""The attention figures show exactly what the model computes.
 
 The weights behind every plot are the model's own (an independent `encode`/`decode` call returns the same);
 rows sum to 1 and masked entries are 0; the three-panel view, recomputed from the layer's projections on the

@@ -1,4 +1,4 @@
-"""Issue 5: the positional-encoding figure (3.5) and its numbers: PE(pos+k) = PE(pos) M_k^T on held-out positions."""
+"""The positional-encoding figure (3.5) and its numbers: PE(pos+k) = PE(pos) M_k^T on held-out positions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 5: our BLEU next to Table 2, every bar labelled with source and test set, the difference said on the chart."""
+"""Our BLEU next to Table 2, every bar labelled with source and test set, the difference said on the chart."""
 
 from __future__ import annotations
 

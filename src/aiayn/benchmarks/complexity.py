@@ -3,7 +3,7 @@
 Table 1 gives the cost of one layer over a sequence of n positions of width d: self-attention O(n^2 d),
 recurrent O(n d^2), convolutional O(k n d^2); self-attention is the cheaper when n < d. This benchmark times
 forward + backward of one layer of each kind at the same d_model over growing n (batch fixed): the model's own
-`MultiHeadAttention` (projections + eq. (1) + W^O), eq. (1) alone (`explicit_attention`), `torch.nn.LSTM` and
+`MultiHeadAttention` (projections + eq. (1) + W^O), eq. (1) alone (`scaled_dot_product_attention`), `torch.nn.LSTM` and
 `torch.nn.Conv1d` (kernel k = 3). It fits the growth exponent p of time ~ n^p over the large-n range and finds
 the length where attention becomes slower than the LSTM.
 
@@ -30,8 +30,8 @@ from tqdm import tqdm
 
 from aiayn.benchmarks.timing import crossover, fit_exponent, machine, time_call
 from aiayn.config import ModelConfig
-from aiayn.model import MultiHeadAttention, Transformer, explicit_attention
-from aiayn.model.pretrained import atomic_write_bytes, atomic_write_json
+from aiayn.io import atomic_write_json, atomic_write_text
+from aiayn.model import MultiHeadAttention, Transformer, scaled_dot_product_attention
 
 LAYERS = ("self_attention", "attention_scores_only", "recurrent_lstm", "convolution")
 TABLE_1 = {  # layer: (complexity per layer, sequential operations, maximum path length, exponent in n)
@@ -118,15 +118,14 @@ def _layer_call(name: str, d: int, h: int, batch: int, n: int, kernel: int):
         x = torch.randn(batch, n, d, requires_grad=True)
 
         def run() -> None:
-            q, k, v = layer.project_qkv(x)  # [B,h,n,d_k]
-            out, _ = layer.attend(q, k, v)
+            out, _ = layer(x, x)  # projections, eq. (1) per head, W^O
             out.sum().backward()
 
     elif name == "attention_scores_only":
         q, k, v = (torch.randn(batch, h, n, d // h, requires_grad=True) for _ in range(3))
 
         def run() -> None:
-            out, _ = explicit_attention(q, k, v)  # softmax(Q K^T / sqrt(d_k)) V
+            out, _ = scaled_dot_product_attention(q, k, v)  # softmax(Q K^T / sqrt(d_k)) V
             out.sum().backward()
 
     elif name == "recurrent_lstm":
@@ -243,7 +242,7 @@ def measure_generation(args: argparse.Namespace) -> dict[str, Any]:
             cache = model.init_cache(memory, capacity=steps)  # preallocated: no growth inside the timing
             for t in range(steps):
                 t0 = time.perf_counter()
-                logits_cached, cache = model.step(tokens[:, t], cache)
+                logits_cached = model.step(tokens[:, t], cache).logits[:, -1]
                 t1 = time.perf_counter()
                 logits_full = model.decode(tokens[:, : t + 1], memory).logits[:, -1]
                 t2 = time.perf_counter()
@@ -355,7 +354,7 @@ def _run(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(args.out / "complexity.json", report)
     text = markdown(report)
-    atomic_write_bytes(args.out / "complexity.md", text.encode())
+    atomic_write_text(args.out / "complexity.md", text)
     written = plot(report, args.out)
     print(text)
     print(

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from aiayn.model.pretrained import atomic_write_bytes  # noqa: E402
+from aiayn.io import atomic_write_bytes  # noqa: E402
 
 NAMES = {
     "self_attention": "Self-attention layer",

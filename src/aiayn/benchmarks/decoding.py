@@ -5,12 +5,12 @@ For each model size (random weights: only speed is measured) and each search (be
 decodes the same batch of sentences with the output length forced to L (EOS forbidden before, so all systems
 do the same work: L decoder steps per sentence), L in --lengths, and reports output tokens per second:
 
-    ours            generate() with the KV cache on the model prepared by `optimize_for_inference` (oneDNN-packed
+    ours            generate() with the KV cache on the model prepared by `prepare_for_inference` (oneDNN-packed
                     float32 weights), as `Translator.from_pretrained` runs it
-    ours-plain      the same search on the model as built, without `optimize_for_inference` or the allocator
+    ours-plain      the same search on the model as built, without `prepare_for_inference` or the allocator
                     setting (torch's default float32 matmul path): a plain PyTorch program
     ours-uncached   ours re-running the decoder over the whole prefix at every step (no KV cache)
-    ours-int8       `optimize_for_inference(int8=True)`: dynamic int8 decoder linear layers (torch.ao, fbgemm)
+    ours-int8       `prepare_for_inference(int8=True)`: dynamic int8 decoder linear layers (torch.ao, fbgemm)
     hf              Hugging Face MarianMTModel.generate (same shape, KV cache)
     ct2-float32     CTranslate2 on the converted Marian model
     ct2-int8        the same, int8 weights
@@ -22,7 +22,7 @@ torch's worker threads there sleep at every barrier instead of spinning (measure
 context switches during one of our beam searches 0 -> ~1,400, a small elementwise op 4 -> 18 us, ours 20%
 slower), while CTranslate2 right after one of ours also ran 8% slower. --no-isolate measures every system in
 this process instead. Ours runs as `Translator.from_pretrained` sets it up: model prepared by
-`optimize_for_inference`, allocator keeping freed memory (`aiayn.cpu.keep_freed_memory`); the peers run as
+`prepare_for_inference`, allocator keeping freed memory (`aiayn.cpu.keep_freed_memory`); the peers run as
 their users run them, or, with --tune-peers, with the same allocator setting. The same run
 measures the machine's matmul rate on the decoder's shapes and reports the floor: decoder FLOPs per output
 token (x beam) over that rate. --profile adds where ours spends its time (torch.profiler, by kind of op).
@@ -50,7 +50,8 @@ from aiayn.config import DecodeConfig, ModelConfig, preset
 from aiayn.cpu import keep_freed_memory
 from aiayn.data import Tokenizer, resolve_data_dir
 from aiayn.decoding import generate
-from aiayn.decoding.inference import onednn_available, optimize_for_inference
+from aiayn.io import read_text_file
+from aiayn.kernels import onednn_available, prepare_for_inference
 from aiayn.model import Transformer
 
 SYSTEMS = ("ours", "ours-plain", "ours-uncached", "ours-int8", "hf", "ct2-float32", "ct2-int8")
@@ -107,7 +108,7 @@ def load_sentences(args: argparse.Namespace, tokenizer: Tokenizer) -> list[list[
     path = resolve_data_dir(args.data_dir) / "multi30k" / f"test2016.{args.src_lang}"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: Multi30k test set not found (set --data-dir or AIAYN_DATA_DIR)")
-    lines = path.read_text(encoding="utf-8").splitlines()[: args.sentences]
+    lines = read_text_file(path, args.sentences)
     return tokenizer.encode_batch(lines)
 
 
@@ -153,7 +154,7 @@ def _product(path: str, x: torch.Tensor, weight: torch.Tensor):
 def matmul_rate(rows: int, d_model: int, d_ff: int, vocab: int, repeats: int = 20) -> dict[str, float]:
     """GFLOP/s of the decoder's largest products, [rows, d_model] x [d_model, d_ff] and x [d_model, V], through
     torch's default float32 path ("torch": MKL on x86) and oneDNN with packed weights ("onednn": what
-    `optimize_for_inference` uses), each the best of `repeats`."""
+    `prepare_for_inference` chooses on CPU), each the best of `repeats`."""
     rates = {}
     for path in ("torch", "onednn") if onednn_available() else ("torch",):
         seconds = 0.0
@@ -202,7 +203,9 @@ def build_system(system: str, config: ModelConfig, tokenizer: Tokenizer, args: a
         model = Transformer(config).eval()
         if system == "ours-plain":
             return model
-        return optimize_for_inference(model, int8=system == "ours-int8")
+        model, runtime = prepare_for_inference(model, int8=system == "ours-int8")
+        print(f"{system}: {runtime.describe()}", file=sys.stderr)
+        return model
     marian = HuggingFaceMarian(config, seed=args.seed)
     if system == "hf":
         return marian

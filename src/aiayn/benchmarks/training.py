@@ -5,13 +5,13 @@ synthetic batch of ~4,096 target tokens is timed for
 
     aiayn                  this package's Transformer, set up as `aiayn train` runs it (fused Adam; on CPU the
                            allocator keeps freed memory, `aiayn.cpu`, and float32 linear layers run
-                           on oneDNN, `aiayn.training.onednn`; the loss projects only non-padding targets)
+                           on oneDNN, `aiayn.kernels`; the loss projects only non-padding targets)
     torch.nn.Transformer   the same architecture assembled from PyTorch's module (tied embeddings, sinusoids)
     hf-marian              Hugging Face `MarianMTModel` of the same size (if transformers is installed)
 
 the peers as they run by default (torch.optim.Adam, default allocator, torch's float32 GEMM), or with
 `--tune-peers` with our fused Adam and allocator setting, and with `--onednn-peers` with their `nn.Linear` layers
-swapped to `aiayn.training.onednn.OneDnnLinear` too. Each model lives in its own fresh process (so peak memory is
+swapped to `aiayn.kernels.OneDnnLinear` too. Each model lives in its own fresh process (so peak memory is
 its own); the processes take turns, one step each, `--steps` times, and each keeps its fastest step: on a shared
 CPU a busy spell then slows all of them alike, and the least disturbed step is the most faithful. Reported: target
 and total (source + target) tokens/s, peak memory (RSS on CPU, max allocated on CUDA), and model FLOPs
@@ -159,19 +159,21 @@ def worker(impl: str, size: str, args: dict[str, Any], conn: Any) -> None:
     torch.manual_seed(0)
     model, loss_fn = build(impl, model_config(size, args["vocab"]))
     model.to(device).train()
-    if device.type == "cpu" and args["precision"] == "fp32" and (impl == "aiayn" or args["onednn_peers"]):
-        from aiayn.training.onednn import onednn_available, swap_linears, use_onednn_linears
+    low = {"fp32": None, "bf16": torch.bfloat16}[args["precision"]]
+    if impl == "aiayn":  # the fast paths the trainer chooses (aiayn.kernels, train.*_impl=auto)
+        from aiayn.kernels import prepare_for_training
+
+        runtime = prepare_for_training(model, precision=low or torch.float32, max_keys=args["length"] + 1)
+        print(f"aiayn {size}: {runtime.describe()}", file=sys.stderr)
+    elif device.type == "cpu" and args["precision"] == "fp32" and args["onednn_peers"]:
+        from aiayn.kernels import onednn_available, swap_linears
 
         if onednn_available():
-            if impl == "aiayn":
-                use_onednn_linears(model)  # as the trainer's train.linear_kernel=auto does
-            else:
-                swap_linears(model)
+            swap_linears(model)
     if args["compile"]:
         loss_fn = torch.compile(loss_fn)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=tuned or None)
     batch = [t.to(device) for t in synthetic_batch(args["batch"], args["length"], args["vocab"])]
-    low = {"fp32": None, "bf16": torch.bfloat16}[args["precision"]]
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     conn.send("ready")
     while conn.recv() == "step":
@@ -226,13 +228,13 @@ def measure_interleaved(size: str, impls: list[str], args: dict[str, Any]) -> di
 
 def matmul_gflops(threads: int, device: str, precision: str = "fp32", n: int = 2048, repeats: int = 5) -> float:
     """The machine's matmul rate in `precision`: best of `repeats` n x n x n products (2 n^3 FLOPs each); for
-    float32 on CPU the faster of torch's default GEMM and oneDNN's (`aiayn.training.onednn`)."""
+    float32 on CPU the faster of torch's default GEMM and oneDNN's (`aiayn.kernels`)."""
     torch.set_num_threads(threads)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     products = [lambda: a @ b]
     if device == "cpu" and precision == "fp32":
-        from aiayn.training.onednn import onednn_available, onednn_linear
+        from aiayn.kernels import onednn_available, onednn_linear
 
         if onednn_available():
             products.append(lambda: onednn_linear(a, b))

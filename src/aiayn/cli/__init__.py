@@ -4,7 +4,7 @@
     add_arguments(parser: argparse.ArgumentParser) -> None
     run(args: argparse.Namespace) -> int        the exit status
 
-Subcommand modules are imported lazily, so `aiayn info` does not pay for matplotlib or sacrebleu.
+Subcommands import their heavy dependencies inside `run`, so `aiayn info` does not pay for matplotlib or sacrebleu.
 """
 
 from __future__ import annotations
@@ -14,26 +14,20 @@ import importlib
 import os
 import sys
 
-COMMANDS = ("info", "prepare", "train", "average", "demo", "translate", "evaluate", "visualize", "bench", "serve")
-
-
-def _available() -> dict[str, object]:
-    modules = {}
-    for name in COMMANDS:
-        try:
-            modules[name] = importlib.import_module(f"aiayn.cli.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"aiayn.cli.{name}":
-                raise
-    return modules
+COMMANDS = ("info", "prepare", "train", "average", "demo", "translate", "evaluate", "visualize", "bench", "serve",
+            "import", "export")
+MODULES = {"import": "import_"}  # a subcommand whose name is a Python keyword lives in <name>_.py
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aiayn", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error (also: AIAYN_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, module in _available().items():
+    for name in COMMANDS:
+        module = importlib.import_module(f"aiayn.cli.{MODULES.get(name, name)}")
         sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)  # type: ignore[attr-defined]
         module.add_arguments(sub)  # type: ignore[attr-defined]
+        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
         sub.set_defaults(_run=module.run)  # type: ignore[attr-defined]
     return parser
 
@@ -45,9 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError, RuntimeError) as error:
+    except (ValueError, OSError, RuntimeError, MemoryError) as error:
         # User-facing errors (bad files, bad configs, corrupt checkpoints) end with one clear line.
-        if os.environ.get("AIAYN_DEBUG"):
+        if args.debug or os.environ.get("AIAYN_DEBUG"):
             raise
-        print(f"aiayn {args.command}: error: {error}", file=sys.stderr)
+        text = " ".join(str(error).split("\n")) or type(error).__name__
+        if isinstance(error, MemoryError):
+            text = f"out of memory{': ' + text if str(error) else ''}; try a smaller --beam, --max-tokens or model"
+        print(f"aiayn {args.command}: error: {text}", file=sys.stderr)
         return 1

@@ -1,15 +1,13 @@
 """`aiayn bench NAME [OPTIONS]`: benchmarks (section 4's Table 1, decoding and training throughput).
 
 Each benchmark is a module `aiayn.benchmarks.<NAME>` exposing `add_arguments(parser)` and `run(args) -> int`.
-Modules are imported only when their benchmark runs, so a missing one makes only that benchmark unavailable;
-`aiayn bench NAME --help` lists its options.
+Modules are imported only when their benchmark runs; `aiayn bench NAME --help` lists its options.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 
 HELP = "run a benchmark: complexity (Table 1 measured), decoding or training throughput"
 BENCHMARKS = {
@@ -27,24 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("options", nargs=argparse.REMAINDER, help="the benchmark's own options")
 
 
-def load(name: str):
-    """The benchmark module, or None when it is not installed (only that benchmark is then unavailable)."""
-    try:
-        return importlib.import_module(f"aiayn.benchmarks.{name}")
-    except ModuleNotFoundError as error:
-        if error.name != f"aiayn.benchmarks.{name}":
-            raise
-        return None
-
-
 def run(args: argparse.Namespace) -> int:
-    module = load(args.benchmark)
-    if module is None:
-        print(
-            f"aiayn bench {args.benchmark}: not available (no module aiayn.benchmarks.{args.benchmark})",
-            file=sys.stderr,
-        )
-        return 2
+    module = importlib.import_module(f"aiayn.benchmarks.{args.benchmark}")
     parser = argparse.ArgumentParser(prog=f"aiayn bench {args.benchmark}", description=BENCHMARKS[args.benchmark])
     module.add_arguments(parser)
     return int(module.run(parser.parse_args(args.options)) or 0)

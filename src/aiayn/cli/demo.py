@@ -12,9 +12,12 @@ and leaves the best checkpoint as a model directory for `aiayn translate --model
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
+
+from aiayn.io import read_text_file
 
 HELP = "train a small model on Multi30k En->De for a few minutes, translate, score BLEU, draw attention"
 
@@ -38,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cpu_precision() -> list[str]:
-    """bf16 autocast where the CPU has native bf16 matmuls (about 2x the float32 speed here); else the recipe's."""
+    """bf16 autocast where the CPU has native bf16 matmuls (figures: docs/benchmarks/training.md); else the recipe's."""
     import torch
 
     if torch.cuda.is_available():
@@ -93,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
     test_src = multi30k / "test2016.en"
     test_ref = multi30k / "test2016.de"
     translator = Translator.from_pretrained(model_dir, beam=args.beam)
-    sources = test_src.read_text(encoding="utf-8").splitlines()[:EXAMPLES]
-    references = test_ref.read_text(encoding="utf-8").splitlines()[:EXAMPLES]
+    sources, references = read_text_file(test_src, EXAMPLES), read_text_file(test_ref, EXAMPLES)
     for source, reference, hypothesis in zip(sources, references, translator.translate(sources)):
         print(f"  source:     {source}\n  reference:  {reference}\n  aiayn:      {hypothesis}\n")
 
@@ -119,5 +121,19 @@ def run(args: argparse.Namespace) -> int:
 
     minutes = (time.perf_counter() - started) / 60
     print(f"\ndone in {minutes:.1f} min. Translate your own text with:")
-    print(f"  echo 'A dog runs across the grass.' | aiayn translate --model {model_dir}", file=sys.stdout)
+    for line in follow_up(f"echo 'A dog runs across the grass.' | aiayn translate --model {model_dir}"):
+        print(f"  {line}")
     return 0
+
+
+def follow_up(command: str) -> list[str]:
+    """`command` as it runs from the user's shell: after `make demo` the `aiayn` command is in .venv/bin, not
+    on the PATH, so the activation of that environment comes first (as in the README's command block)."""
+    if shutil.which("aiayn") or sys.prefix == sys.base_prefix:
+        return [command]
+    activate = Path(sys.prefix) / "bin" / "activate"
+    try:
+        activate = activate.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    return [f"source {activate}", command]

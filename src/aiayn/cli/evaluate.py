@@ -18,7 +18,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from aiayn.cli.translate import add_decode_arguments, decode_overrides, read_lines, translate_lines
+from aiayn.cli.translate import (
+    add_decode_arguments,
+    check_device,
+    check_model_dir,
+    decode_overrides,
+    read_lines,
+    translate_lines,
+)
 
 HELP = "translate --src and score it against --ref: sacrebleu BLEU and chrF with their signatures"
 
@@ -40,15 +47,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_decode_arguments(parser)
 
 
+def check_tokenize(name: str) -> None:
+    """An unknown `--tokenize` is refused before anything is translated."""
+    from sacrebleu.metrics.bleu import BLEU
+
+    known = list(BLEU.TOKENIZERS)
+    if name not in known:
+        raise ValueError(f"--tokenize {name!r}: not a sacrebleu tokenizer; choose one of {', '.join(known)}")
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
     from aiayn.decoding import Translator
     from aiayn.evaluation.metrics import corpus_bleu, corpus_chrf
-    from aiayn.model.pretrained import atomic_write_bytes
+    from aiayn.io import atomic_write_bytes
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    check_device(args.device)
+    check_model_dir(args.model)
+    check_tokenize(args.tokenize)
     sources, src_name = read_lines(args.src)
     references, ref_name = read_lines(args.ref)
     if len(sources) != len(references):

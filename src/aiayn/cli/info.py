@@ -8,6 +8,7 @@ import json
 import torch
 
 from aiayn.config import PRESETS, preset
+from aiayn.config_loading import parse_assignments
 from aiayn.model import Transformer
 from aiayn.model.pretrained import read_config
 
@@ -22,16 +23,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a field")
     parser.add_argument("--seq-len", type=int, default=32, help="sentence length assumed for attention FLOPs")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--runtime", action="store_true", help="also the CPU's features and the fast paths `auto` picks on it"
+    )
 
 
 def parse_sets(pairs: list[str]) -> dict[str, str]:
-    overrides = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise ValueError(f"--set expects FIELD=VALUE, got {pair!r}")
-        overrides[key.removeprefix("model.")] = value
-    return overrides
+    """`--set FIELD=VALUE` (or model.FIELD=VALUE) as text that `with_overrides` parses to each field's type."""
+    return {key.removeprefix("model."): value for key, value in parse_assignments(pairs).items()}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
         "forward_flops_per_target_token": flops["decoder_per_target_token"],
         "forward_flops_per_token_pair": flops["encoder_per_source_token"] + flops["decoder_per_target_token"],
     }
+    if args.runtime:
+        report["runtime"] = runtime_report()
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -77,4 +78,30 @@ def run(args: argparse.Namespace) -> int:
         "  (incl. the output projection)"
     )
     print(f"    source + target token pair:  {report['forward_flops_per_token_pair']:>15,.0f}")
+    if args.runtime:
+        r = report["runtime"]
+        print(f"  runtime: {r['cpu']}, torch {r['torch']}, {r['threads']} threads")
+        print(f"    decoding (auto): precision {r['decode_precision']}, attention encoder/decoder "
+              f"{r['decode_attention']}, float32 linear kernel {r['linear']}")  # fmt: skip
+        print(f"    training (auto): precision {r['train_precision']}, attention {r['train_attention']}")
     return 0
+
+
+def runtime_report() -> dict[str, object]:
+    """What `auto` picks on this machine (CPU), from the feature probe (`aiayn.kernels`)."""
+    from aiayn.kernels import choose_attention, choose_decode_precision, choose_linear, cpu_features, resolve_precision
+
+    cpu = torch.device("cpu")
+    train = resolve_precision("auto", cpu)
+    decode = choose_decode_precision("auto", cpu)
+    decode_dtype = torch.bfloat16 if decode == "bf16" else torch.float32
+    return {
+        "cpu": cpu_features().describe(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "decode_precision": decode,
+        "decode_attention": "/".join(choose_attention("auto", cpu, decode_dtype, training=False)),
+        "linear": choose_linear("auto", cpu, decode_dtype),
+        "train_precision": str(train).removeprefix("torch."),
+        "train_attention": "/".join(choose_attention("auto", cpu, train, training=True, max_keys=257)),
+    }

@@ -50,7 +50,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--character-coverage", type=float, default=1.0, help="sentencepiece character coverage")
     parser.add_argument("--threads", type=int, default=None, help="threads for sentencepiece (default: all)")
-    parser.add_argument("--force", action="store_true", help="replace --out if it exists")
+    parser.add_argument(
+        "--force", action="store_true", help="replace --out if it exists and is a directory prepare wrote"
+    )
+    parser.add_argument(
+        "--odd-line-breaks",
+        choices=("keep", "error"),
+        default="keep",
+        help="U+2028, NEL, form feed, lone CR inside a line: keep them with a warning (default) or refuse the file",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars or log lines")
 
 
@@ -76,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         character_coverage=args.character_coverage,
         force=args.force,
+        odd_line_breaks=args.odd_line_breaks,
         progress=not args.quiet,
         log=(lambda message: None) if args.quiet else (lambda message: print(message, file=sys.stderr)),
     )

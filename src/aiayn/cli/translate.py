@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from aiayn.config import DecodeConfig
+from aiayn.io import read_text_lines
 
 HELP = "translate text with a model directory (beam search, section 6.1): one output line per input line"
 
@@ -99,22 +100,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_decode_arguments(parser)
 
 
+MAX_INPUT_BYTES = 1 << 30  # 1 GiB of text in one run; more is refused before it fills the memory
+
+
 def read_lines(path: Path | None) -> tuple[list[str], str]:
-    """Lines of a UTF-8 file (or stdin) without their line ends, and the name to cite in messages."""
+    """Lines of a UTF-8 file, pipe or /dev/fd/N (or stdin) without their line ends (`aiayn.io.read_text_lines`:
+    split at "\\n" only), and the name to cite in messages. NUL bytes are refused with their line."""
     name = str(path) if path is not None else "<stdin>"
-    if path is not None and not path.is_file():
+    if path is not None and not path.exists():
         raise FileNotFoundError(f"{path}: input file not found")
-    data = path.read_bytes() if path is not None else sys.stdin.buffer.read()
-    data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark
+    if path is not None and path.is_dir():
+        raise IsADirectoryError(f"{path}: is a directory, not a text file")
+    if path is None and sys.stdin is None:
+        raise OSError("<stdin> is closed; pass --input FILE")
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise ValueError(f"{name}:{line}: invalid UTF-8 ({error.reason} at byte {error.start})") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the final line end
-    return [line.removesuffix("\r") for line in lines], name
+        if path is not None:
+            with path.open("rb") as handle:  # a FIFO or /dev/fd/N has no size: read it, bounded
+                data = handle.read(MAX_INPUT_BYTES + 1)
+        else:
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+    except (ValueError, AttributeError):  # stdin closed (ValueError: I/O on closed file)
+        raise OSError(f"{name} is closed or unreadable; pass --input FILE") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise ValueError(f"{name}: more than {MAX_INPUT_BYTES} bytes of input; split it into smaller files")
+    if b"\x00" in data:
+        line = data.count(b"\n", 0, data.index(b"\x00")) + 1
+        raise ValueError(f"{name}:{line}: NUL byte in the text")
+    return read_text_lines(data, name), name
+
+
+def write_stdout(text: str) -> None:
+    """Write to stdout; a closed stdout or a reader that went away is one clear error."""
+    try:
+        if sys.stdout is None:
+            raise BrokenPipeError
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):  # ValueError: I/O operation on closed file
+        raise OSError("stdout is closed (or its reader exited); pass --output FILE") from None
+
+
+def check_device(device: str) -> str:
+    """`--device` as torch reads it, or one clear error before anything is loaded."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"--device {device!r}: not a device; use cpu, cuda or cuda:N") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {device}: CUDA is not available on this machine")
+    if parsed.type == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
+        raise ValueError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return device
+
+
+def check_model_dir(path: Path) -> None:
+    """`--model` names a model directory; a file or a missing path is one clear error."""
+    if not path.exists():
+        raise FileNotFoundError(f"--model {path}: no such directory")
+    if not path.is_dir():
+        raise NotADirectoryError(f"--model {path}: is a file; --model takes a model directory (config.json, ...)")
 
 
 def translate_lines(translator, lines: list[str], name: str, quiet: bool, progress: bool, **overrides):
@@ -156,10 +202,12 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from aiayn.decoding import Translator
-    from aiayn.model.pretrained import atomic_write_bytes
+    from aiayn.io import atomic_write_bytes
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    check_device(args.device)
+    check_model_dir(args.model)
     lines, name = read_lines(args.input)
     overrides = decode_overrides(args, nbest=args.nbest)
     translator = Translator.from_pretrained(args.model, device=args.device, **overrides)
@@ -169,6 +217,5 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None:
         atomic_write_bytes(args.output, text.encode("utf-8"))
     else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        write_stdout(text)
     return 0

@@ -69,30 +69,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _attention(args: argparse.Namespace) -> list[Path]:
-    from aiayn.data.tokenizer import Tokenizer
+    from aiayn.data.vocab_tokenizer import load_model_tokenizers
     from aiayn.model import Transformer
     from aiayn.visualization.attention import attention_figures, pair_maps, translation_ids
 
     model = Transformer.from_pretrained(args.model).eval()
-    tokenizer = Tokenizer.from_file(args.model)
+    tokenizer, target_tokenizer = load_model_tokenizers(args.model)  # one tokenizer.model, or source/target
     if args.target is not None:
-        target, how = tokenizer.encode(args.target), "given target"
+        target, how = target_tokenizer.encode(args.target), "given target"
     else:
-        overrides = dict(pair.partition("=")[::2] for pair in args.decode)
-        if any("=" not in pair for pair in args.decode):
-            raise ValueError(f"--decode expects FIELD=VALUE, got {args.decode}")
-        target, how = translation_ids(model, tokenizer, args.text, **overrides), "model's translation"
-    maps = pair_maps(model, tokenizer, args.text, target)
+        from aiayn.config_loading import parse_assignments
+
+        overrides = parse_assignments(args.decode, "--decode")
+        target = translation_ids(model, tokenizer, args.text, target_tokenizer, **overrides)
+        how = "model's translation"
+    maps = pair_maps(model, tokenizer, args.text, target, target_tokenizer)
     layers = len(model.encoder.layers)
     layer = (args.layer if args.layer is not None else min(layers, model.config.decoder_layers)) - 1
-    translation = "".join(ch if ch.isprintable() else "\ufffd" for ch in tokenizer.decode(target))
+    translation = "".join(ch if ch.isprintable() else "\ufffd" for ch in target_tokenizer.decode(target))
     caption = f"{args.text}  →  {translation}  ({how})"
     print(f"target ({how}): {translation}")
     return attention_figures(model, maps, args.out, layer, args.head - 1, args.query, args.name, caption)
 
 
 def _positional(args: argparse.Namespace) -> list[Path]:
-    from aiayn.model.pretrained import atomic_write_json
+    from aiayn.io import atomic_write_json
     from aiayn.visualization.positional import plot_positional
     from aiayn.visualization.style import save_figure
 

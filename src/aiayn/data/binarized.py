@@ -157,10 +157,23 @@ class ParallelDataset:
             raise CorpusError(f"{self.data_dir / META_FILENAME}: no split {split!r}; available: {', '.join(splits)}")
         self.src_lang: str = self.meta["src_lang"]
         self.tgt_lang: str = self.meta["tgt_lang"]
-        pairs = int(splits[split]["pairs"])
+        meta_path = self.data_dir / META_FILENAME
+        pairs, vocab = splits[split].get("pairs"), self.meta["vocab_size"]
+        if type(pairs) is not int or pairs < 0 or type(vocab) is not int or not 4 < vocab <= 1 << 31:
+            raise CorpusError(f"{meta_path}: splits.{split}.pairs or vocab_size is not a valid count")
+        if self.meta["dtype"] not in ("<u2", "<i4"):
+            raise CorpusError(f"{meta_path}: dtype {self.meta['dtype']!r} is not one aiayn writes (<u2 or <i4)")
         dtype = np.dtype(self.meta["dtype"])
         self._src = _Side(self.data_dir, split, self.src_lang, dtype, pairs)
         self._tgt = _Side(self.data_dir, split, self.tgt_lang, dtype, pairs)
+        for side in (self._src, self._tgt):  # an id outside the vocabulary would index past the embedding
+            if side.offsets[-1] and (int(side.data.max()) >= vocab or int(side.data.min()) < 0):
+                bad = int(np.flatnonzero((side.data >= vocab) | (side.data < 0))[0])
+                pair = int(np.searchsorted(side.offsets, bad, side="right")) - 1
+                raise CorpusError(
+                    f"{side.bin_path}: pair {pair + 1} holds id {int(side.data[bad])}, outside the vocabulary of "
+                    f"{vocab} in meta.json; the file is corrupt or from another run (re-run `aiayn prepare`)"
+                )
         if not self.tokenizer_path.is_file():
             raise CorpusError(f"{self.tokenizer_path}: missing from the binarized directory")
 

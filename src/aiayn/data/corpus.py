@@ -11,11 +11,35 @@ where there is one, the line number, so a user can open the file at the bad line
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 _CHUNK_BYTES = 1 << 24  # 16 MiB: validation decodes whole chunks in C, not line by line in Python
+# Characters that `str.splitlines`, editors or other tools treat as line breaks but aiayn keeps inside a line
+# (lines end at "\n" only): U+2028, U+2029, NEL, VT, FF, the file/group/record separators, a lone CR.
+ODD_BREAKS = re.compile(rb"\xe2\x80[\xa8\xa9]|\xc2\x85|[\x0b\x0c\x1c\x1d\x1e]|\r(?!\n)")
+_ODD_NAMES = {b"\xe2\x80\xa8": "U+2028", b"\xe2\x80\xa9": "U+2029", b"\xc2\x85": "U+0085 (NEL)", b"\x0b": "U+000B (VT)",
+              b"\x0c": "U+000C (form feed)", b"\x1c": "U+001C", b"\x1d": "U+001D", b"\x1e": "U+001E",
+              b"\r": "a lone CR"}  # fmt: skip
+
+
+@dataclass
+class OddBreaks:
+    """Lines of one file holding characters other tools treat as line breaks (kept inside the line)."""
+
+    path: Path
+    lines: int = 0
+    first_line: int = 0
+    first_char: str = ""
+
+    def message(self) -> str:
+        more = f" (and {self.lines - 1} more line(s))" if self.lines > 1 else ""
+        return (
+            f"{self.path}:{self.first_line}: {self.first_char} inside a line{more}; aiayn splits lines at \\n only "
+            "and keeps it, but other tools may split there (--odd-line-breaks error refuses such files)"
+        )
 
 
 class CorpusError(ValueError):
@@ -27,11 +51,14 @@ def side_path(prefix: str | Path, lang: str) -> Path:
     return Path(f"{prefix}.{lang}")
 
 
-def check_text_file(path: str | Path) -> int:
-    """Return the number of lines of a UTF-8 text file; raise `CorpusError` if missing, empty or not UTF-8.
+def check_text_file(path: str | Path, odd_breaks: str = "keep", found: list[OddBreaks] | None = None) -> int:
+    """Return the number of lines of a UTF-8 text file; raise `CorpusError` if missing, empty or not UTF-8, or
+    if it holds a NUL byte.
 
     A final line without "\\n" counts as a line. Invalid UTF-8 is reported with its line number and the
-    byte offset inside that line.
+    byte offset inside that line. Characters other tools take for line breaks (`ODD_BREAKS`) stay inside
+    their line: with `odd_breaks="keep"` they are appended to `found` (for a warning), with "error" they
+    raise `CorpusError` naming the first one's line.
     """
     path = Path(path)
     if not path.exists():
@@ -41,20 +68,44 @@ def check_text_file(path: str | Path) -> int:
     lines = 0  # lines before `pending`
     size = 0
     pending = b""  # bytes after the last "\n" seen so far: an unfinished line
+    odd = OddBreaks(path)
     with path.open("rb") as handle:
         while chunk := handle.read(_CHUNK_BYTES):
+            if size == 0:
+                chunk = chunk.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is no text (read_lines drops it)
             size += len(chunk)
             data = pending + chunk
             end = data.rfind(b"\n") + 1  # decode whole lines only, so no character is cut in two
-            _decode_lines(path, data[:end], lines)
+            _check_lines(path, data[:end], lines, odd, odd_breaks)
             lines += data.count(b"\n", 0, end)
             pending = data[end:]
     if size == 0:
         raise CorpusError(f"{path}: file is empty")
     if pending:
-        _decode_lines(path, pending, lines)
+        _check_lines(path, pending, lines, odd, odd_breaks)
         lines += 1
+    if odd.lines and found is not None:
+        found.append(odd)
     return lines
+
+
+def _check_lines(path: Path, data: bytes, lines_before: int, odd: OddBreaks, policy: str) -> None:
+    _decode_lines(path, data, lines_before)
+    if (nul := data.find(b"\x00")) >= 0:
+        line = lines_before + data.count(b"\n", 0, nul) + 1
+        raise CorpusError(f"{path}:{line}: NUL byte in the text (a binary file, or UTF-16?)")
+    last = -1
+    for match in ODD_BREAKS.finditer(data):
+        line = lines_before + data.count(b"\n", 0, match.start()) + 1
+        if policy == "error":
+            raise CorpusError(
+                f"{path}:{line}: {_ODD_NAMES[match.group()]} inside a line, which other tools take for a line "
+                "break (--odd-line-breaks keep keeps it, with a warning)"
+            )
+        if line != last:
+            odd.lines, last = odd.lines + 1, line
+            if odd.lines == 1:
+                odd.first_line, odd.first_char = line, _ODD_NAMES[match.group()]
 
 
 def _decode_lines(path: Path, data: bytes, lines_before: int) -> None:
@@ -69,10 +120,12 @@ def _decode_lines(path: Path, data: bytes, lines_before: int) -> None:
         ) from None
 
 
-def check_parallel(prefix: str | Path, src_lang: str, tgt_lang: str) -> int:
+def check_parallel(
+    prefix: str | Path, src_lang: str, tgt_lang: str, odd_breaks: str = "keep", found: list[OddBreaks] | None = None
+) -> int:
     """Check both sides of `PREFIX.{src,tgt}` and return their common number of lines."""
     src, tgt = side_path(prefix, src_lang), side_path(prefix, tgt_lang)
-    n_src, n_tgt = check_text_file(src), check_text_file(tgt)
+    n_src, n_tgt = check_text_file(src, odd_breaks, found), check_text_file(tgt, odd_breaks, found)
     if n_src != n_tgt:
         raise CorpusError(
             f"line counts differ: {src} has {n_src} lines but {tgt} has {n_tgt}; "
@@ -158,6 +211,8 @@ class PairReport:
 
 __all__ = [
     "CorpusError",
+    "ODD_BREAKS",
+    "OddBreaks",
     "PairReport",
     "REASONS",
     "check_parallel",

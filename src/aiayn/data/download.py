@@ -13,7 +13,6 @@ Multi30k is for non-commercial research and educational use (see the dataset's R
 from __future__ import annotations
 
 import gzip
-import hashlib
 import os
 import shutil
 import tempfile
@@ -22,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aiayn.data.corpus import CorpusError
+from aiayn.io import fsync_dir, readable, sha256_file
 
 DATA_DIR_ENV = "AIAYN_DATA_DIR"
 MULTI30K_COMMIT = "a3d2e0d26b56f3846f66a952536ffed4e401d05a"
@@ -60,14 +60,6 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
     if shared.is_dir():
         return shared
     return Path.home() / ".cache" / "aiayn" / "data"
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify_sha256(path: str | Path, expected: str) -> None:
@@ -122,6 +114,9 @@ def _download_gz(url: str, path: Path, sha256: str, timeout: float) -> None:
                     shutil.copyfileobj(gz, sink)
             except OSError as error:  # URLError, timeouts and bad gzip data are all OSErrors
                 raise OSError(f"downloading {url} failed: {error}") from None
+            sink.flush()
+            os.fsync(sink.fileno())
+        readable(tmp)
         actual = sha256_file(tmp)
         if actual != sha256:
             raise CorpusError(f"{url}: downloaded text has SHA-256 {actual}, expected {sha256}; not saved")
@@ -129,6 +124,7 @@ def _download_gz(url: str, path: Path, sha256: str, timeout: float) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    fsync_dir(path.parent)
 
 
 __all__ = [
@@ -136,6 +132,5 @@ __all__ = [
     "MULTI30K_SHA256",
     "ensure_multi30k",
     "resolve_data_dir",
-    "sha256_file",
     "verify_sha256",
 ]

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import os
@@ -26,8 +27,19 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from aiayn.data.binarized import FORMAT_NAME, FORMAT_VERSION, META_FILENAME, SideWriter, ids_dtype, split_file
-from aiayn.data.corpus import PairReport, check_parallel, classify_pair, read_parallel, side_path
+from aiayn.data.corpus import OddBreaks, PairReport, check_parallel, classify_pair, read_parallel, side_path
 from aiayn.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, TOKENIZER_FILENAME, UNK_ID, Tokenizer
+from aiayn.io import (
+    OWNER_FILE,
+    atomic_write_text,
+    check_replaceable,
+    clean_stale_temporaries,
+    fsync_dir,
+    fsync_file,
+    mark_owner,
+    recover_swap,
+    swap_dir,
+)
 
 _CHUNK_PAIRS = 10_000
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_\-]+$")
@@ -66,13 +78,17 @@ def prepare(
     threads: int | None = None,
     character_coverage: float = 1.0,
     force: bool = False,
+    odd_line_breaks: str = "keep",
     progress: bool = True,
     log: Callable[[str], None] = _stderr,
 ) -> dict[str, Any]:
     """Build the binarized directory `out` and return its meta.json contents as a summary.
 
     `max_len` and `max_ratio` are in subword tokens without BOS/EOS. Without `filter_train` suspicious pairs
-    are only reported; with it they are dropped from the training split.
+    are only reported; with it they are dropped from the training split. Characters other tools treat as
+    line breaks (U+2028, NEL, form feed, a lone CR...) stay inside their line with a warning naming file:line,
+    or with `odd_line_breaks="error"` refuse the file; NUL bytes always do. `force` replaces only a directory
+    `prepare` wrote (its meta.json), never a link, the folder of an input, or any other directory.
     """
     out = Path(out)
     if src_lang == tgt_lang:
@@ -81,17 +97,29 @@ def prepare(
         raise ValueError(f"vocab_size must exceed the 4 special ids, got {vocab_size}")
     if max_len <= 0 or max_ratio < 1.0:
         raise ValueError(f"need max_len > 0 and max_ratio >= 1, got max_len={max_len}, max_ratio={max_ratio}")
-    if out.exists() and not force:
-        raise FileExistsError(f"{out} already exists; pass --force (force=True) to replace it")
+    if odd_line_breaks not in ("keep", "error"):
+        raise ValueError(f"odd_line_breaks must be 'keep' or 'error', got {odd_line_breaks!r}")
+    recover_swap(out)  # a run killed while replacing `out` left the old copy aside: put it back
     splits = split_names(train, valid, test)
+    inputs = [side_path(prefix, lang) for prefix in splits.values() for lang in (src_lang, tgt_lang)]
+    if out.exists() or out.is_symlink():
+        if not force:
+            raise FileExistsError(f"{out} already exists; pass --force (force=True) to replace it")
+        check_replaceable(out, META_FILENAME, FORMAT_NAME, inputs, what=f"--out {out}")
     threads = threads or os.cpu_count() or 1
 
-    lines = {name: check_parallel(prefix, src_lang, tgt_lang) for name, prefix in splits.items()}
+    odd: list[OddBreaks] = []
+    lines = {name: check_parallel(prefix, src_lang, tgt_lang, odd_line_breaks, odd) for name, prefix in splits.items()}
+    for found in odd:
+        log(f"warning: {found.message()}")
     log("checked " + ", ".join(f"{name} {n} pairs" for name, n in lines.items()))
 
     out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in clean_stale_temporaries(out.parent, f".{out.name}.tmp-"):
+        log(f"removed {stale}, left by a killed prepare")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
+        mark_owner(tmp)  # a later prepare removes this directory only once this process is gone
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result should read like any other directory
         started = time.perf_counter()
         train_files = [side_path(splits["train"], src_lang), side_path(splits["train"], tgt_lang)]
@@ -128,13 +156,34 @@ def prepare(
             meta["splits"][name] = split
             log(f"{name}: {split['report_summary']}")
         text = json.dumps(meta, indent=2, ensure_ascii=False) + "\n"
-        (tmp / META_FILENAME).write_text(text, encoding="utf-8")
-        _move_into_place(tmp, out)
-    except BaseException:
+        for path in tmp.iterdir():  # every file on disk before the directory is renamed into place
+            fsync_file(path)
+        (tmp / OWNER_FILE).unlink(missing_ok=True)
+        atomic_write_text(tmp / META_FILENAME, text)
+        fsync_dir(tmp)
+        swap_dir(tmp, out)  # an existing `out` (--force) is swapped out, then removed
+    except BaseException as error:
         shutil.rmtree(tmp, ignore_errors=True)
+        if _disk_full(error, out.parent):
+            raise OSError(
+                errno.ENOSPC, f"no space left on the device of {out.parent} while preparing {out} ({error}); "
+                "nothing was written, free some space and rerun"
+            ) from None
         raise
     log(f"wrote {out}")
     return meta
+
+
+def _disk_full(error: BaseException, where: Path) -> bool:
+    """Whether a failure was (most likely) a full disk: ENOSPC, or a library's own error while space is gone."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if not isinstance(error, Exception) or isinstance(error, OSError):
+        return False
+    try:
+        return shutil.disk_usage(where).free < 1 << 20
+    except OSError:
+        return False
 
 
 @dataclass
@@ -199,25 +248,6 @@ class _SplitEncoder:
         writers[1].add_many([tgt_ids[k] for k in keep])
         for side, handle in enumerate(texts):
             handle.writelines(chunk[k][side] + "\n" for k in keep)
-
-
-def _move_into_place(tmp: Path, out: Path) -> None:
-    """Rename the finished temporary directory to `out`; an existing `out` (--force) is swapped out first."""
-    if not out.exists():
-        os.replace(tmp, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-    old.rmdir()
-    os.replace(out, old)
-    try:
-        os.replace(tmp, out)
-    except BaseException:
-        os.replace(old, out)
-        raise
-    if old.is_dir() and not old.is_symlink():
-        shutil.rmtree(old)
-    else:
-        old.unlink()
 
 
 __all__ = ["prepare", "split_names"]

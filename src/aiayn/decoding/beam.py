@@ -49,7 +49,7 @@ def beam_search(model: Transformer, src: Tensor, config: DecodeConfig) -> list[l
     sentence = torch.arange(batch, device=device)  # [b] input index of each sentence still searched
     scores = torch.full((batch, k), NEG_INF, device=device)  # [b,k] log P of the live hypotheses
     scores[:, 0] = 0.0  # one live hypothesis (BOS) per sentence at first; the other beams are empty
-    tokens = torch.full((batch,), c.bos_id, dtype=torch.long, device=device)  # BOS: one row per sentence
+    tokens = torch.full((batch,), c.decoder_start_id, dtype=torch.long, device=device)  # BOS: one row per sentence
     history = torch.empty(batch * k, steps, dtype=torch.long, device=device)  # [b*k, t] output ids so far
     attention = memory.hidden.new_zeros(batch * k, steps, src.size(1)) if config.need_attention else None
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]

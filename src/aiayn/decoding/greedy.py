@@ -42,7 +42,7 @@ def decode_rows(
     source_lengths = memory.mask.sum(dim=1).tolist()
     rows = batch * copies
     sentence = torch.arange(batch, device=src.device).repeat_interleave(copies)  # [R] input sentence of each row
-    tokens = torch.full((batch,), c.bos_id, dtype=torch.long, device=src.device)  # BOS: one row per sentence
+    tokens = torch.full((batch,), c.decoder_start_id, dtype=torch.long, device=src.device)  # BOS: one per sentence
     log_prob = torch.zeros(rows, device=src.device)
     history = torch.empty(rows, steps, dtype=torch.long, device=src.device)  # [R, t] output ids so far
     attention = memory.hidden.new_zeros(rows, steps, src.size(1)) if config.need_attention else None

@@ -8,6 +8,9 @@ log P(EOS | prefix), as in fairseq.
 
 from __future__ import annotations
 
+import math
+import os
+
 import torch
 from torch import Tensor
 
@@ -40,7 +43,8 @@ def constrain_(
     if forced:
         eos_scores = scores[:, eos].clone()
     scores[:, model_config.pad_id] = float("-inf")
-    scores[:, model_config.bos_id] = float("-inf")
+    if model_config.bos_id is not None:
+        scores[:, model_config.bos_id] = float("-inf")
     if length < config.min_len:
         scores[:, eos] = float("-inf")
     if forced:
@@ -49,4 +53,48 @@ def constrain_(
     return scores
 
 
-__all__ = ["constrain_", "output_length_limits"]
+class SearchTooLargeError(ValueError):
+    """A search whose beam or output length cannot fit: refused before anything is allocated."""
+
+
+def available_memory(device: torch.device) -> int:
+    """Bytes a search may use on `device`: free CUDA memory, or this machine's physical memory."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 40  # unknown: do not refuse on memory
+
+
+def search_bytes(config: DecodeConfig, model_config: ModelConfig, sentences: int, source_len: int) -> int:
+    """An estimate of the memory a search over `sentences` sources of `source_len` tokens (EOS included) needs:
+    per hypothesis the self-attention K/V of every decoder layer at the longest output, the encoder-decoder
+    K/V, and a few [V] score rows (4-byte floats)."""
+    rows = sentences * (1 if config.greedy else config.beam)
+    longest = math.floor(config.max_len_a * max(source_len - 1, 0) + config.max_len_b) + 1
+    if model_config.positional == "learned":
+        longest = min(longest, model_config.max_positions)
+    per_layer = 2 * model_config.d_model * (longest + source_len)
+    return 4 * rows * (model_config.decoder_layers * per_layer + 4 * model_config.tgt_vocab_size)
+
+
+def check_search_budget(
+    config: DecodeConfig, model_config: ModelConfig, sentences: int, source_len: int, device: torch.device
+) -> None:
+    """Refuse (`SearchTooLargeError`, naming the options) a beam wider than the target vocabulary, or a search
+    whose estimated memory exceeds what the device has."""
+    if not config.greedy and config.beam > model_config.tgt_vocab_size:
+        raise SearchTooLargeError(
+            f"--beam {config.beam} exceeds the target vocabulary of {model_config.tgt_vocab_size} tokens"
+        )
+    needed, have = search_bytes(config, model_config, sentences, source_len), available_memory(device)
+    if needed > have:
+        raise SearchTooLargeError(
+            f"the search needs about {needed / 2**30:.1f} GiB for {sentences} sentence(s) (--beam {config.beam}, "
+            f"--max-len-a {config.max_len_a}, --max-len-b {config.max_len_b}), more than the "
+            f"{have / 2**30:.1f} GiB {device} has; lower them or --max-tokens"
+        )
+
+
+__all__ = ["SearchTooLargeError", "check_search_budget", "constrain_", "output_length_limits", "search_bytes"]

@@ -3,11 +3,11 @@
 Searches depend only on this small protocol, so the same search runs on
 
 - `CachedDecoderState`: the model's incremental protocol. The encoder output and the encoder-decoder keys and
-  values are computed and stored once per sentence (`Transformer.init_cache`; after `KVCache.expand` a
+  values are computed and stored once per sentence (`Transformer.init_cache`; after `beam_cache.expand` a
   sentence's rows attend to them as query rows); each step feeds one token per row and appends its
-  self-attention keys/values; beams are re-ranked with `KVCache.reorder_within(rows)` (the same as
-  `reorder(rows, source_changed=False)`, copying only the rows whose history changes), and rows of finished
-  sentences are dropped with a shrinking `reorder` (whole groups: the per-sentence keys/values follow).
+  self-attention keys/values; beams are re-ranked with `beam_cache.reorder_within(rows)` (copying only the
+  rows whose history changes), and rows of finished sentences are dropped with `beam_cache.reorder_rows`
+  (whole groups: the per-sentence keys/values follow).
 - `RecomputeDecoderState`: the naive decoder, which runs the whole prefix through the decoder at every step
   (cost quadratic in the output length); a reference for tests and the benchmark's baseline.
 
@@ -23,6 +23,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from aiayn.decoding.beam_cache import expand, reorder_rows, reorder_within
 from aiayn.model import EncoderOutput, Transformer
 
 
@@ -54,20 +55,17 @@ class CachedDecoderState:
         self.cache = model.init_cache(memory, capacity=capacity)
 
     def step(self, tokens: Tensor) -> tuple[Tensor, Tensor | None]:
-        if self.need_weights:
-            logits, _, out = self.model.step(tokens, self.cache, need_weights=True)
-            return logits, _last_cross_attention(out.cross_attentions)
-        logits, _ = self.model.step(tokens, self.cache)
-        return logits, None
+        out = self.model.step(tokens, self.cache, need_weights=self.need_weights)
+        return out.logits[:, -1], _last_cross_attention(out.cross_attentions) if self.need_weights else None
 
     def reorder(self, rows: Tensor, source_changed: bool) -> None:
         if source_changed or rows.numel() != self.cache.batch_size:
-            self.cache.reorder(rows, source_changed=True)
+            reorder_rows(self.cache, rows)
         else:  # beams re-ranked within their sentences: copy only the rows whose history changes
-            self.cache.reorder_within(rows)
+            reorder_within(self.cache, rows)
 
     def expand(self, copies: int) -> None:
-        self.cache.expand(copies)
+        expand(self.cache, copies)
 
 
 class RecomputeDecoderState:

@@ -23,9 +23,11 @@ from tqdm import tqdm
 
 from aiayn.config import DecodeConfig, with_overrides
 from aiayn.cpu import keep_freed_memory
-from aiayn.data import TOKENIZER_FILENAME, Tokenizer
-from aiayn.decoding.inference import optimize_for_inference
+from aiayn.data import Tokenizer
+from aiayn.data.vocab_tokenizer import load_model_tokenizers
+from aiayn.decoding.limits import check_search_budget
 from aiayn.decoding.search import generate
+from aiayn.kernels import Runtime, prepare_for_inference
 from aiayn.model import Transformer
 
 
@@ -73,34 +75,57 @@ def make_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
 
 class Translator:
     def __init__(
-        self, model: Transformer, tokenizer: Tokenizer, config: DecodeConfig | None = None, device: str = "cpu"
+        self,
+        model: Transformer,
+        tokenizer: Tokenizer,
+        config: DecodeConfig | None = None,
+        device: str = "cpu",
+        runtime: Runtime | None = None,
+        target_tokenizer: Tokenizer | None = None,
     ) -> None:
-        if tokenizer.vocab_size != model.config.src_vocab_size:
-            raise ValueError(
-                f"tokenizer has {tokenizer.vocab_size} pieces but the model's vocabulary is "
-                f"{model.config.src_vocab_size}; they do not belong together"
-            )
+        target_tokenizer = target_tokenizer or tokenizer  # one joint tokenizer unless the model has two
+        for side, tok, size in (("", tokenizer, model.config.src_vocab_size),
+                                ("target ", target_tokenizer, model.config.tgt_vocab_size)):
+            if tok.vocab_size != size:
+                raise ValueError(
+                    f"{side}tokenizer has {tok.vocab_size} pieces but the model's vocabulary is "
+                    f"{size}; they do not belong together"
+                )
+        for side, tok in (("source", tokenizer), ("target", target_tokenizer)):
+            for name in ("pad_id", "eos_id"):
+                mine, theirs = getattr(model.config, name), getattr(tok, name, None)
+                if isinstance(theirs, int) and theirs != mine:
+                    raise ValueError(f"the {side} tokenizer's {name} is {theirs} but the model's config.json "
+                                     f"says {mine}; they do not belong together")  # fmt: skip
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
-        self.tokenizer = tokenizer
+        self.tokenizer = tokenizer  # reads the source
+        self.target_tokenizer = target_tokenizer  # writes the output
         self.config = config or DecodeConfig()
+        self.runtime = runtime  # the fast paths chosen by `from_pretrained` (None: the model as given)
 
     @classmethod
     def from_pretrained(
         cls, model_dir: str | Path, device: str = "cpu", reuse_memory: bool = True, **decode_overrides: Any
     ) -> Translator:
-        """Load a model directory: config.json + model.safetensors + tokenizer.model, prepared for fast decoding
-        (`optimize_for_inference`: the same function, with oneDNN-packed weights on CPU).
+        """Load a model directory: config.json + model.safetensors + tokenizer.model, with the fast paths that
+        `decode.attention_impl`, `decode.linear_kernel` and `decode.precision` choose
+        (`aiayn.kernels.prepare_for_inference`).
 
         On CPU, `reuse_memory` (default) also makes this process's allocator keep freed memory
-        (`aiayn.cpu.keep_freed_memory`: each step's tensors reuse warm pages; ~18% more tokens/s measured on the
-        small model, beam 4), at the price of keeping the peak memory until the process exits."""
+        (`aiayn.cpu.keep_freed_memory`, docs/benchmarks/decoding.md), at the price of keeping the peak memory
+        until the process exits."""
         if reuse_memory and torch.device(device).type == "cpu":
             keep_freed_memory()
-        model = optimize_for_inference(Transformer.from_pretrained(model_dir, map_location=device))
-        tokenizer = Tokenizer.from_file(Path(model_dir) / TOKENIZER_FILENAME)
         config = with_overrides(DecodeConfig(), decode_overrides, section="decode")
-        return cls(model, tokenizer, config, device)
+        model, runtime = prepare_for_inference(
+            Transformer.from_pretrained(model_dir, map_location=device),
+            config.attention_impl,
+            config.linear_kernel,
+            precision=config.precision,
+        )
+        source, target = load_model_tokenizers(model_dir)  # tokenizer.model, or source/target files (interop)
+        return cls(model, source, config, device, runtime, target_tokenizer=target)
 
     def source_limit(self, config: DecodeConfig | None = None) -> int:
         """The most subword tokens of one source sentence (its EOS not counted)."""
@@ -133,6 +158,8 @@ class Translator:
         batches = make_batches([len(x) for x in ids], config.max_tokens)
         with tqdm(total=sum(map(len, batches)), disable=not progress, unit="sent", desc="translate") as bar:
             for batch in batches:
+                longest = max(len(ids[i]) for i in batch) + 1  # sorted longest first; EOS included
+                check_search_budget(config, self.model.config, len(batch), longest, self.device)
                 nbest = generate(self.model, self._source_tensor([ids[i] for i in batch]), config)
                 for i, hypotheses in zip(batch, nbest):
                     self._fill(results[i], hypotheses)
@@ -150,10 +177,10 @@ class Translator:
 
     def _fill(self, result: Translation, hypotheses: list) -> None:
         for hypothesis in hypotheses:
-            result.hypotheses.append(self.tokenizer.decode(hypothesis.tokens))
+            result.hypotheses.append(self.target_tokenizer.decode(hypothesis.tokens))
             result.scores.append(hypothesis.score)
             result.log_probs.append(hypothesis.log_prob)
-            result.pieces.append(self.tokenizer.pieces(hypothesis.tokens))
+            result.pieces.append(self.target_tokenizer.pieces(hypothesis.tokens))
             attention = hypothesis.attention
             result.attentions.append(None if attention is None else attention.cpu())
 

@@ -1,9 +1,9 @@
-"""The Transformer model (section 3 of the paper). Imports only `aiayn.config` and torch."""
+"""The Transformer model (section 3 of the paper). Imports only `aiayn.config`, `aiayn.io` and torch."""
 
-from aiayn.model.attention import MultiHeadAttention, explicit_attention, scaled_dot_product_attention
+from aiayn.model.attention import MultiHeadAttention, fused_attention, scaled_dot_product_attention
 from aiayn.model.cache import KVCache
 from aiayn.model.pretrained import ModelDirectoryError
-from aiayn.model.transformer import DecoderOutput, EncoderOutput, Transformer
+from aiayn.model.transformer import DecoderOutput, EncoderOutput, StepOutput, Transformer
 
 __all__ = [
     "DecoderOutput",
@@ -11,7 +11,8 @@ __all__ = [
     "KVCache",
     "ModelDirectoryError",
     "MultiHeadAttention",
+    "StepOutput",
     "Transformer",
-    "explicit_attention",
+    "fused_attention",
     "scaled_dot_product_attention",
 ]

@@ -32,39 +32,28 @@ class DecoderLayer(nn.Module):
         self.self_attn_residual = Residual(c.d_model, c.P_drop, c.norm_first, c.layer_norm_eps)
         self.cross_attn = MultiHeadAttention(c.d_model, c.h, c.d_k, c.d_v, c.attention_dropout)
         self.cross_attn_residual = Residual(c.d_model, c.P_drop, c.norm_first, c.layer_norm_eps)
-        self.feed_forward = PositionwiseFeedForward(c.d_model, c.d_ff, c.activation_dropout)
+        self.feed_forward = PositionwiseFeedForward(c.d_model, c.d_ff, c.activation_dropout, c.activation)
         self.feed_forward_residual = Residual(c.d_model, c.P_drop, c.norm_first, c.layer_norm_eps)
 
     def forward(
-        self,
-        x: Tensor,
-        memory: Memory,
-        index: int,
-        cache: KVCache | None = None,
-        need_weights: bool = False,
+        self, x: Tensor, memory: Memory, index: int, cache: KVCache | None = None, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """x [B,t,d_model] -> ([B,t,d_model], self weights [B,h,t,T], cross weights [B,h,t,S])."""
         # Masked self-attention (3.2.3): with a cache the keys are the cached prefix plus the new positions.
         y = self.self_attn_residual.sublayer_input(x)
-        q, k, v = self.self_attn.project_qkv(y)
         if cache is None:
-            attended, self_weights = self.self_attn.attend(q, k, v, None, need_weights, is_causal=True)
+            attended, self_weights = self.self_attn(y, y, causal=True, need_weights=need_weights)
         else:
-            k, v = cache.append(index, k, v)
-            mask = None if q.size(2) == 1 else causal_mask(q.size(2), k.size(2), q.device)
-            attended, self_weights = self.self_attn.attend(q, k, v, mask, need_weights)
+            keys = cache.append(index, *self.self_attn.project_kv(y))
+            mask = None if y.size(1) == 1 else causal_mask(y.size(1), keys[0].size(2), y.device)
+            attended, self_weights = self.self_attn(y, mask=mask, cache=keys, need_weights=need_weights)
         x = self.self_attn_residual(x, attended)
 
         # Encoder-decoder attention (3.2.3): queries from the decoder, keys and values from the encoder output.
         y = self.cross_attn_residual.sublayer_input(x)
-        q = self.cross_attn.project_q(y)
-        if cache is None:
-            k, v = self.cross_attn.project_kv(memory.hidden)
-            groups = 1
-        else:  # once per sentence: its `cache.group` rows attend as that many query rows
-            k, v, groups = cache.cross_k[index], cache.cross_v[index], cache.group
+        keys = None if cache is None else (cache.cross_k[index], cache.cross_v[index])
         mask = key_padding_mask(memory.mask)
-        attended, cross_weights = self.cross_attn.attend(q, k, v, mask, need_weights, query_groups=groups)
+        attended, cross_weights = self.cross_attn(y, memory.hidden, mask, cache=keys, need_weights=need_weights)
         x = self.cross_attn_residual(x, attended)
 
         x = self.feed_forward_residual(x, self.feed_forward(self.feed_forward_residual.sublayer_input(x)))
@@ -92,16 +81,14 @@ class Decoder(nn.Module):
             x = self.final_norm(x)
         return x, self_attentions, cross_attentions
 
-    def build_cache(self, memory: Tensor, memory_mask: Tensor, capacity: int, group: int = 1) -> KVCache:
-        """Encoder-decoder keys/values of every layer, computed once per source sentence, and empty
-        self-attention buffers for `group` rows (hypotheses) per sentence."""
-        first = self.layers[0].self_attn
-        self_k, self_v = KVCache.allocate(
-            memory.size(0) * group, len(self.layers), first.h, first.d_k, first.d_v, capacity, like=memory
-        )
+    def init_cache(self, memory: Tensor, memory_mask: Tensor, capacity: int, group: int = 1) -> KVCache:
+        """Encoder-decoder keys/values of every layer, once per source sentence, and empty self-attention
+        buffers for `group` rows (hypotheses) per sentence."""
+        rows, first = memory.size(0) * group, self.layers[0].self_attn
+        self_k = [memory.new_empty(rows, first.h, capacity, first.d_k) for _ in self.layers]
+        self_v = [memory.new_empty(rows, first.h, capacity, first.d_v) for _ in self.layers]
         cross = [layer.cross_attn.project_kv(memory) for layer in self.layers]
-        # Contiguous [B,h,S,d] copies (project_kv returns head views of one fused product), so each step's
-        # products read them in place instead of copying them again.
+        # contiguous [B,h,S,d] (not head views of [B,S,h*d]): each step's products then read them in place
         cross_k = [k.contiguous() for k, _ in cross]
         cross_v = [v.contiguous() for _, v in cross]
-        return KVCache(self_k, self_v, cross_k, cross_v, memory_mask, group=group)
+        return KVCache(self_k, self_v, cross_k, cross_v, memory_mask)

@@ -15,14 +15,13 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.self_attn = MultiHeadAttention(c.d_model, c.h, c.d_k, c.d_v, c.attention_dropout)
         self.self_attn_residual = Residual(c.d_model, c.P_drop, c.norm_first, c.layer_norm_eps)
-        self.feed_forward = PositionwiseFeedForward(c.d_model, c.d_ff, c.activation_dropout)
+        self.feed_forward = PositionwiseFeedForward(c.d_model, c.d_ff, c.activation_dropout, c.activation)
         self.feed_forward_residual = Residual(c.d_model, c.P_drop, c.norm_first, c.layer_norm_eps)
 
     def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         """x [B,S,d_model], mask [B,1,1,S] (True = real token) -> ([B,S,d_model], weights [B,h,S,S] or None)."""
         y = self.self_attn_residual.sublayer_input(x)
-        q, k, v = self.self_attn.project_qkv(y)
-        attended, weights = self.self_attn.attend(q, k, v, mask, need_weights)
+        attended, weights = self.self_attn(y, y, mask, need_weights=need_weights)
         x = self.self_attn_residual(x, attended)
         x = self.feed_forward_residual(x, self.feed_forward(self.feed_forward_residual.sublayer_input(x)))
         return x, weights

@@ -5,6 +5,11 @@
 
 Sine on even dimensions, cosine on odd ones, exactly as written (interleaved, not concatenated halves).
 `LearnedPositionalEmbedding` is the variant of Table 3 row E.
+
+Models made elsewhere use the same sinusoids differently (named settings of `ModelConfig`, docs/INTEROP.md):
+`layout="concat"` puts all sines first, then all cosines (tensor2tensor, Marian, fairseq), an exact permutation
+of the hidden dimension away from the paper's; `frequencies="fairseq"` uses w_i = 10000^(-i / (d_model/2 - 1))
+instead of 10000^(-2i / d_model); `offset` counts positions from a number other than 0 (fairseq: pad + 1).
 """
 
 from __future__ import annotations
@@ -16,31 +21,58 @@ from torch import Tensor, nn
 
 
 def sinusoidal_encoding(
-    num_positions: int, d_model: int, offset: int = 0, dtype: torch.dtype = torch.float32
+    num_positions: int,
+    d_model: int,
+    offset: int = 0,
+    dtype: torch.dtype = torch.float32,
+    layout: str = "interleaved",
+    frequencies: str = "paper",
 ) -> Tensor:
     """Return PE for positions offset .. offset+num_positions-1 as a [num_positions, d_model] tensor."""
     position = torch.arange(offset, offset + num_positions, dtype=torch.float64).unsqueeze(1)  # [P, 1]
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # [d_model/2]
-    angle = position / torch.pow(10000.0, two_i / d_model)  # [P, d_model/2]
+    if frequencies == "paper":  # 1 / 10000^(2i / d_model)
+        inverse = 1.0 / torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    elif frequencies == "fairseq":  # exp(-i * ln(10000) / (half - 1)), fairseq's SinusoidalPositionalEmbedding
+        half = d_model // 2
+        inverse = torch.exp(torch.arange(half, dtype=torch.float64) * -(math.log(10000.0) / (half - 1)))
+    else:
+        raise ValueError(f"unknown positional frequencies {frequencies!r}; choose 'paper' or 'fairseq'")
+    angle = position * inverse  # [P, d_model/2]
     pe = torch.empty(num_positions, d_model, dtype=torch.float64)
-    pe[:, 0::2] = torch.sin(angle)
-    pe[:, 1::2] = torch.cos(angle)
+    if layout == "interleaved":
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    elif layout == "concat":
+        pe[:, : d_model // 2], pe[:, d_model // 2 :] = torch.sin(angle), torch.cos(angle)
+    else:
+        raise ValueError(f"unknown positional layout {layout!r}; choose 'interleaved' or 'concat'")
     return pe.to(dtype)
 
 
 class SinusoidalPositionalEncoding(nn.Module):
-    """Adds nothing learned: returns PE rows for positions [start, start + length)."""
+    """Adds nothing learned: returns PE rows for positions [start, start + length) (plus `offset`)."""
 
-    def __init__(self, d_model: int, initial_positions: int = 1024) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        initial_positions: int = 1024,
+        layout: str = "interleaved",
+        frequencies: str = "paper",
+        offset: int = 0,
+    ) -> None:
         super().__init__()
-        self.d_model = d_model
-        self.register_buffer("table", sinusoidal_encoding(initial_positions, d_model), persistent=False)
+        self.d_model, self.layout, self.frequencies, self.offset = d_model, layout, frequencies, offset
+        table = self._table(initial_positions)
+        self.register_buffer("table", table, persistent=False)
+
+    def _table(self, num_positions: int) -> Tensor:
+        return sinusoidal_encoding(num_positions, self.d_model, self.offset, layout=self.layout,
+                                   frequencies=self.frequencies)
 
     def forward(self, length: int, start: int = 0) -> Tensor:
         end = start + length
         if end > self.table.size(0):  # sinusoids extrapolate: grow the table on demand
-            grown = sinusoidal_encoding(max(end, 2 * self.table.size(0)), self.d_model)
-            self.table = grown.to(self.table.device)
+            grown = self._table(max(end, 2 * self.table.size(0)))
+            self.table = grown.to(device=self.table.device, dtype=self.table.dtype)
         return self.table[start:end]  # [length, d_model]
 
 

@@ -5,7 +5,7 @@ Protocol used by training, searches and visualization:
     memory = model.encode(src)                      -> EncoderOutput
     out = model.decode(tgt_in, memory)              -> DecoderOutput (logits for every position)
     cache = model.init_cache(memory, group=k)       -> KVCache (k rows, e.g. beams, per sentence)
-    logits, cache = model.step(tokens, cache)       -> next-token logits; the cache advanced in place
+    out = model.step(tokens, cache)                 -> StepOutput: out.logits [B,t,V], out.cache advanced
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from aiayn.config import ModelConfig
+from aiayn.model.attention import ATTENTION, MultiHeadAttention
 from aiayn.model.cache import KVCache
 from aiayn.model.decoder import Decoder, Memory
 from aiayn.model.embedding import TokenEmbedding
@@ -41,6 +42,14 @@ class DecoderOutput:
     cross_attentions: list[Tensor]  # per layer [B,h,T,S] when asked for
 
 
+@dataclass
+class StepOutput:
+    logits: Tensor  # [B,t,V] for the t new positions (t = 1 when decoding one token per row)
+    cache: KVCache  # the cache passed in, advanced by t positions
+    self_attentions: list[Tensor]  # per layer [B,h,t,T] when asked for, else empty
+    cross_attentions: list[Tensor]  # per layer [B,h,t,S] when asked for, else empty
+
+
 class Transformer(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -51,15 +60,23 @@ class Transformer(nn.Module):
         else:
             self.tgt_embed = TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id, c.scale_embeddings)
         if c.positional == "sinusoidal":
-            self.positions: nn.Module = SinusoidalPositionalEncoding(c.d_model, c.max_positions)
+            self.positions: nn.Module = SinusoidalPositionalEncoding(
+                c.d_model, c.max_positions, c.positional_layout, c.positional_frequencies, c.positional_offset
+            )
         else:
             self.positions = LearnedPositionalEmbedding(c.max_positions, c.d_model)
         self.embed_dropout = nn.Dropout(c.P_drop)  # on the sums of embeddings and positions (5.4)
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
-        self.output_proj = None if c.tie_output else nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
-        if self.output_proj is not None:
+        # The pre-softmax linear (3.4): when tied, its weight is the target embedding matrix itself.
+        self.output_proj = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False, device="meta" if c.tie_output else None)
+        if c.tie_output:
+            self.output_proj.weight = self.tgt_embed.weight
+        else:
             nn.init.normal_(self.output_proj.weight, std=c.d_model**-0.5)
+        # Not in the paper: a [V] vector added to the logits (Marian's final_logits_bias); a buffer, not trained.
+        self.final_logits_bias: Tensor | None
+        self.register_buffer("final_logits_bias", torch.zeros(c.tgt_vocab_size) if c.final_logits_bias else None)
 
     # --- embeddings ----------------------------------------------------------------------------------------
 
@@ -70,11 +87,21 @@ class Transformer(nn.Module):
 
     def output_weight(self) -> Tensor:
         """The pre-softmax linear transformation: the target embedding matrix when tied (3.4)."""
-        return self.tgt_embed.weight if self.output_proj is None else self.output_proj.weight
+        return self.output_proj.weight
 
     def project(self, hidden: Tensor) -> Tensor:
-        """Final linear (3.4): [.., d_model] -> [.., V] logits; softmax is left to the caller."""
-        return F.linear(hidden, self.output_weight())
+        """Final linear (3.4): [.., d_model] -> [.., V] logits (+ final_logits_bias); softmax left to the caller."""
+        logits = self.output_proj(hidden)
+        return logits if self.final_logits_bias is None else logits + self.final_logits_bias.to(logits.dtype)
+
+    def set_attention(self, impl: str, stack: str | None = None) -> None:
+        """Which implementation of eq. (1) the attention modules use: "explicit" (the formula) or "sdpa" (the
+        fused kernel), in both stacks or only `stack` ("encoder" | "decoder")."""
+        if impl not in ATTENTION:
+            raise ValueError(f"attention implementation must be one of {sorted(ATTENTION)}, got {impl!r}")
+        for module in (self if stack is None else getattr(self, stack)).modules():
+            if isinstance(module, MultiHeadAttention):
+                module.impl = impl
 
     # --- the protocol --------------------------------------------------------------------------------------
 
@@ -113,25 +140,16 @@ class Transformer(nn.Module):
     def init_cache(self, memory: EncoderOutput, capacity: int = 64, group: int = 1) -> KVCache:
         """A cache for incremental decoding of `memory`'s sentences with `group` rows (beams) per sentence,
         sentence-major; buffers grow past `capacity` positions as needed."""
-        return self.decoder.build_cache(memory.hidden, memory.mask, capacity, group)
+        return self.decoder.init_cache(memory.hidden, memory.mask, capacity, group)
 
-    def step(
-        self, tokens: Tensor, cache: KVCache, need_weights: bool = False
-    ) -> tuple[Tensor, KVCache] | tuple[Tensor, KVCache, DecoderOutput]:
-        """Decode the next position(s) incrementally.
-
-        tokens [B] (one new token per row) or [B,t]; positions continue from `cache.length`.
-        Returns logits [B,V] of the last new position and the advanced cache; with `need_weights`, also a
-        `DecoderOutput` with all new positions' logits and their attention weights.
-        """
+    def step(self, tokens: Tensor, cache: KVCache, need_weights: bool = False) -> StepOutput:
+        """Decode the next position(s) incrementally: tokens [B] (one per row) or [B,t]; positions continue
+        from `cache.length`. The same function as `decode` over the whole prefix, for the new positions."""
         if tokens.dim() == 1:
             tokens = tokens[:, None]  # [B] -> [B,1]
         x = self._embed(self.tgt_embed, tokens, start=cache.length)
         hidden, self_att, cross_att = self.decoder(x, Memory(None, cache.memory_mask), cache, need_weights)
-        if need_weights:
-            logits = self.project(hidden)
-            return logits[:, -1], cache, DecoderOutput(logits, hidden, self_att, cross_att)
-        return self.project(hidden[:, -1]), cache
+        return StepOutput(self.project(hidden), cache, self_att, cross_att)
 
     # --- bookkeeping ---------------------------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ A run directory holds
         training_state.pt       optimizer, scheduler, step, epoch, position in the epoch, RNG states
     checkpoint-best/            the model with the lowest validation loss (no training state)
 
-Each checkpoint is written into a temporary directory beside it and renamed into place, so a run killed at
-any moment leaves only complete checkpoints. `training_state.pt` is written with `torch.save` and holds only
-tensors and plain Python values, so it loads with `torch.load(weights_only=True)`.
+Each checkpoint is written into a temporary directory beside it and swapped into place (`aiayn.io.swap_dir`),
+so a run killed at any moment leaves only complete checkpoints. `training_state.pt` is written with `torch.save`
+and holds only tensors and plain Python values, so it loads with `torch.load(weights_only=True)`.
 """
 
 from __future__ import annotations
@@ -29,16 +29,30 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file
 from torch import Tensor, nn
 
 from aiayn.data.tokenizer import TOKENIZER_FILENAME as TOKENIZER_FILE
-from aiayn.model.pretrained import CONFIG_FILE, WEIGHTS_FILE, ModelDirectoryError, read_config, save_model
+from aiayn.io import OWNER_FILE, clean_stale_temporaries, mark_owner, recover_swap, sha256_file, swap_dir
+from aiayn.model.pretrained import CONFIG_FILE, ModelDirectoryError, read_config, read_weights, save_model, upgrade_v1
 
 TRAINING_STATE = "training_state.pt"
-STATE_FORMAT, STATE_VERSION = "aiayn-training-state", 1
+# version 2: config.json's "checkpoint" record holds the state's size and SHA-256 (version 1 had none)
+STATE_FORMAT, STATE_VERSION = "aiayn-training-state", 2
+STATE_KEYS = ("step", "epoch", "epoch_updates", "best_valid_loss", "train_seconds", "world_size", "update_freq",
+              "rng", "optimizer", "scheduler", "scaler")  # fmt: skip
 BEST_NAME = "checkpoint-best"
 _NUMBERED = re.compile(r"^checkpoint-(\d+)$")
+
+
+class NonFiniteWeightsError(RuntimeError):
+    """A model about to be checkpointed holds NaN or infinite weights; nothing is written."""
+
+
+def check_finite_weights(model: nn.Module, what: str) -> None:
+    """Raise `NonFiniteWeightsError` naming the first parameter or buffer that is not finite."""
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise NonFiniteWeightsError(f"{what}: weight {name} is NaN or infinite; the checkpoint is not written")
 
 
 def checkpoint_name(step: int) -> str:
@@ -59,22 +73,6 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
     return checkpoints[-1] if checkpoints else None
 
 
-def _replace_dir(tmp: Path, final: Path) -> None:
-    """Rename a finished directory into place; an existing one is swapped out and removed."""
-    if not final.exists():
-        os.replace(tmp, final)
-    else:
-        old = Path(tempfile.mkdtemp(prefix=f".old-{final.name}-", dir=final.parent))
-        os.replace(final, old / final.name)
-        os.replace(tmp, final)
-        shutil.rmtree(old)
-    fd = os.open(final.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def save_checkpoint(
     run_dir: str | Path,
     name: str,
@@ -84,21 +82,29 @@ def save_checkpoint(
     training_state: dict[str, Any] | None = None,
 ) -> Path:
     """Write `run_dir/name` atomically: model directory (+ `info` under "checkpoint" in config.json),
-    tokenizer copy and, when given, the training state."""
+    tokenizer copy and, when given, the training state (its size and SHA-256 recorded in config.json).
+    Weights that are not finite are never written (`NonFiniteWeightsError`)."""
     run_dir = Path(run_dir)
+    check_finite_weights(model, str(run_dir / name))
     run_dir.mkdir(parents=True, exist_ok=True)
+    clean_stale_temporaries(run_dir, f".tmp-{name}-")  # left by a killed writer (its process is gone)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{name}-", dir=run_dir))
     try:
-        save_model(model, tmp, extra={"checkpoint": info})  # type: ignore[arg-type]
-        if tokenizer_path is not None:
-            shutil.copyfile(tokenizer_path, tmp / TOKENIZER_FILE)
+        mark_owner(tmp)
+        info = dict(info)
         if training_state is not None:
             with open(tmp / TRAINING_STATE, "wb") as handle:
                 torch.save({"format": STATE_FORMAT, "format_version": STATE_VERSION, **training_state}, handle)
                 handle.flush()
                 os.fsync(handle.fileno())
+            state_path = tmp / TRAINING_STATE
+            info["training_state"] = {"sha256": sha256_file(state_path), "bytes": state_path.stat().st_size}
+        if tokenizer_path is not None:
+            shutil.copyfile(tokenizer_path, tmp / TOKENIZER_FILE)
+        save_model(model, tmp, extra={"checkpoint": info})  # type: ignore[arg-type]
+        (tmp / OWNER_FILE).unlink()
         os.chmod(tmp, 0o755)
-        _replace_dir(tmp, run_dir / name)
+        swap_dir(tmp, run_dir / name)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -114,27 +120,53 @@ def prune_checkpoints(run_dir: str | Path, keep_last: int) -> list[Path]:
 
 
 def clean_temporaries(run_dir: str | Path) -> None:
-    """Remove half-written checkpoint directories left by a killed run."""
-    for path in Path(run_dir).glob(".tmp-checkpoint-*"):
+    """After a killed run: remove half-written checkpoint directories and finish or undo interrupted swaps
+    (`aiayn.io.recover_swap`: a checkpoint whose replacement was cut short is restored, never deleted)."""
+    run_dir = Path(run_dir)
+    for path in run_dir.glob(".tmp-checkpoint-*"):
         shutil.rmtree(path, ignore_errors=True)
-    for path in Path(run_dir).glob(".old-checkpoint-*"):
+    for path in run_dir.glob(".checkpoint-*.old-*"):
+        recover_swap(run_dir / path.name[1:].rpartition(".old-")[0])
+    for path in run_dir.glob(".old-checkpoint-*"):  # the earlier layout: .old-NAME-XXXX/NAME
+        for copy in path.iterdir():
+            if not (run_dir / copy.name).exists():
+                os.replace(copy, run_dir / copy.name)
         shutil.rmtree(path, ignore_errors=True)
 
 
 def load_training_state(checkpoint: str | Path) -> dict[str, Any]:
-    """Read `training_state.pt` with `torch.load(weights_only=True)`; errors name the file."""
+    """Read `training_state.pt` with `torch.load(weights_only=True)`, verified against the size and SHA-256
+    config.json records (version 2); errors name the file, and a missing key names the key."""
     path = Path(checkpoint) / TRAINING_STATE
     if not path.is_file():
         raise ModelDirectoryError(f"{path}: missing; {checkpoint} is not a resumable checkpoint")
+    _, document = read_config(checkpoint)
+    info = document.get("checkpoint")
+    record = info.get("training_state") if isinstance(info, dict) else None
+    if record is not None:
+        if not isinstance(record, dict) or path.stat().st_size != record.get("bytes"):
+            raise ModelDirectoryError(f"{path}: size differs from what {CONFIG_FILE} records (truncated or replaced)")
+        if sha256_file(path) != record.get("sha256"):
+            raise ModelDirectoryError(f"{path}: checksum mismatch with {CONFIG_FILE}; the file is corrupt or replaced")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # unpickling errors have many types
         raise ModelDirectoryError(f"{path}: unreadable training state ({error})") from None
     if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
         raise ModelDirectoryError(f"{path}: not an aiayn training state")
-    if state.get("format_version") != STATE_VERSION:
+    if state.get("format_version") not in (1, STATE_VERSION):
         raise ModelDirectoryError(f"{path}: format_version {state.get('format_version')!r} is not supported")
+    if state["format_version"] >= 2 and record is None:
+        raise ModelDirectoryError(f"{path}: {CONFIG_FILE} records no checksum for it; refusing an unverified state")
     return state
+
+
+def require_keys(state: dict[str, Any], checkpoint: str | Path, keys: Sequence[str] = STATE_KEYS) -> None:
+    """Resume needs every key of `keys` in a training state; a missing one is named (not a KeyError)."""
+    missing = [key for key in keys if key not in state]
+    if missing:
+        path = Path(checkpoint) / TRAINING_STATE
+        raise ModelDirectoryError(f"{path}: key {missing[0]!r} is missing (absent: {', '.join(missing)})")
 
 
 def load_model_weights(model: nn.Module, checkpoint: str | Path) -> None:
@@ -170,11 +202,17 @@ def restore_rng(state: dict[str, Any]) -> None:
 
 
 def _read_weights(checkpoint: Path) -> dict[str, Tensor]:
-    """All weights of a model directory, tied names included (safetensors stores each tensor once)."""
-    _, document = read_config(checkpoint)
-    weights = document.get("weights", {})
-    tensors = load_file(checkpoint / weights.get("file", WEIGHTS_FILE))
-    for alias, name in weights.get("tied", {}).items():
+    """All weights of a model directory, verified as `load_model` does (size, SHA-256, names, shapes, dtypes,
+    finite values), tied names included (safetensors stores each tensor once)."""
+    config, document = read_config(checkpoint)
+    weights = document["weights"]
+    tensors = read_weights(checkpoint)
+    if document["format_version"] == 1:
+        tensors = upgrade_v1(tensors, config)
+    tied = weights.get("tied", {})
+    if not isinstance(tied, dict) or any(name not in tensors for name in tied.values()):
+        raise ModelDirectoryError(f"{checkpoint / CONFIG_FILE}: weights.tied names tensors that are not stored")
+    for alias, name in tied.items():
         tensors[alias] = tensors[name]
     return tensors
 
@@ -225,13 +263,16 @@ __all__ = [
     "average_checkpoints",
     "capture_rng",
     "checkpoint_info",
+    "check_finite_weights",
     "checkpoint_name",
     "clean_temporaries",
     "latest_checkpoint",
     "list_checkpoints",
+    "NonFiniteWeightsError",
     "load_model_weights",
     "load_training_state",
     "prune_checkpoints",
+    "require_keys",
     "restore_rng",
     "save_checkpoint",
     "write_average",

@@ -137,13 +137,6 @@ def load_full_optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer
     set_optimizer_state_dict(model, optimizer, state, options=_state_options(False))
 
 
-def unwrap_model(model: nn.Module) -> nn.Module:
-    """The model inside DDP and/or torch.compile wrappers."""
-    model = getattr(model, "_orig_mod", model)
-    model = getattr(model, "module", model)
-    return getattr(model, "_orig_mod", model)
-
-
 @contextlib.contextmanager
 def no_sync(model: nn.Module, skip_sync: bool) -> Iterator[None]:
     """Skip the gradient all-reduce (DDP) or reduce-scatter (FSDP2) for this backward (non-final micro-steps
@@ -213,6 +206,5 @@ __all__ = [
     "pick_device",
     "shard_model",
     "shutdown",
-    "unwrap_model",
     "wrap_model",
 ]

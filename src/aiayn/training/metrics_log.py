@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from aiayn.evaluation import perplexity
-from aiayn.model.pretrained import atomic_write_bytes
+from aiayn.io import atomic_write_bytes
 from aiayn.training.distributed import DistContext, all_reduce_sum
 
 METRICS_FILE = "metrics.jsonl"

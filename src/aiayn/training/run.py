@@ -14,8 +14,9 @@ import torch
 from aiayn.config import RunConfig, build_run_config, dump_run_config
 from aiayn.cpu import keep_freed_memory
 from aiayn.data import ParallelDataset, prepare, resolve_data_dir
+from aiayn.io import atomic_write_text, recover_swap
 from aiayn.model import Transformer
-from aiayn.model.pretrained import atomic_write_bytes, read_config
+from aiayn.model.pretrained import read_config
 from aiayn.training.checkpoint import clean_temporaries, latest_checkpoint
 from aiayn.training.distributed import DistContext, barrier, init_distributed, shutdown
 from aiayn.training.trainer import Trainer, TrainState
@@ -27,6 +28,9 @@ def ensure_data(run: RunConfig, ctx: DistContext) -> Path:
     """The binarized directory `data.dir`, prepared first (by rank 0) when missing and raw prefixes are given."""
     d = run.data
     data_dir = Path(d.dir)
+    if ctx.is_main:
+        recover_swap(data_dir)  # a prepare killed while replacing it left the old copy aside: put it back
+    barrier(ctx)
     if not data_dir.exists():
         if not (d.train_prefix and d.valid_prefix):
             raise FileNotFoundError(
@@ -68,6 +72,9 @@ def train(run: RunConfig, resume: bool = True) -> TrainState:
         run = RunConfig(run.model.with_overrides(src_vocab_size=vocab, tgt_vocab_size=vocab), run.data, run.train,
                         run.decode)  # fmt: skip
         out_dir = Path(run.train.out_dir)
+        if ctx.is_main and out_dir.is_dir():
+            clean_temporaries(out_dir)  # first: a swap killed midway puts its checkpoint back before we look
+        barrier(ctx)
         checkpoint = latest_checkpoint(out_dir)
         if checkpoint is not None and not resume:
             raise FileExistsError(f"{out_dir} already has checkpoints ({checkpoint.name}); choose another out_dir")
@@ -84,7 +91,7 @@ def train(run: RunConfig, resume: bool = True) -> TrainState:
         if ctx.is_main:
             out_dir.mkdir(parents=True, exist_ok=True)
             clean_temporaries(out_dir)
-            atomic_write_bytes(out_dir / RUN_CONFIG_FILE, dump_run_config(run).encode())
+            atomic_write_text(out_dir / RUN_CONFIG_FILE, dump_run_config(run))
             (out_dir / RUN_CONFIG_FILE).chmod(0o644)
         barrier(ctx)
         if checkpoint is not None:

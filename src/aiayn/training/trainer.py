@@ -30,6 +30,9 @@ from tqdm import tqdm
 
 from aiayn.config import RunConfig
 from aiayn.data import ParallelDataset, TokenBudgetBatches, load_batch
+from aiayn.io import sha256_file
+from aiayn.kernels import prepare_for_training, resolve_precision
+from aiayn.model.pretrained import read_config
 from aiayn.training import checkpoint as ckpt
 from aiayn.training.distributed import (
     DistContext,
@@ -44,13 +47,21 @@ from aiayn.training.distributed import (
     shard_model,
     wrap_model,
 )
-from aiayn.training.kernels import resolve_linear_kernel, resolve_precision
 from aiayn.training.loss import label_smoothed_nll_loss
 from aiayn.training.metrics_log import MetricsLog, TrainMeter
-from aiayn.training.onednn import use_onednn_linears
 from aiayn.training.plan import EpochPlan, plan_epoch
 from aiayn.training.schedule import adam, inverse_sqrt_schedule
 from aiayn.training.validation import validation_bleu, validation_loss
+
+
+class TrainingDiverged(RuntimeError):
+    """Too many updates in a row had a non-finite loss or gradient (`train.max_bad_updates`)."""
+
+
+def data_fingerprint(dataset: ParallelDataset) -> dict[str, str]:
+    """SHA-256 of the tokenizer and of meta.json (vocabulary, splits, token counts) a run trains on."""
+    meta = Path(dataset.data_dir) / "meta.json"
+    return {"tokenizer_sha256": sha256_file(dataset.tokenizer_path), "meta_sha256": sha256_file(meta)}
 
 
 @dataclass
@@ -80,9 +91,9 @@ class Trainer:
         model = model.to(ctx.device)
         self.fsdp = c.fsdp and ctx.distributed
         self.dtype = resolve_precision(c.precision, ctx.device)
-        self.onednn = resolve_linear_kernel(c.linear_kernel, ctx.device, self.dtype, self.fsdp)
-        if self.onednn:
-            use_onednn_linears(model)
+        self.runtime = prepare_for_training(
+            model, c.attention_impl, c.linear_kernel, self.dtype, run.data.max_len + 1, sharded=self.fsdp
+        )
         if self.fsdp:  # a full replica for checkpoints, validation and BLEU; the original is sharded in place
             self.model = copy.deepcopy(model)
             self.trained = self.net = shard_model(model)
@@ -106,6 +117,7 @@ class Trainer:
         self._last = {"valid": -1, "bleu": -1, "save": -1}
         self._bleu_ok = c.bleu
         self._lr = 0.0
+        self._bad_updates = 0  # consecutive updates skipped for a non-finite loss or gradient
 
     # --- the loop --------------------------------------------------------------------------------------------
 
@@ -116,6 +128,7 @@ class Trainer:
         show = self.cfg.progress and self.ctx.is_main
         total = self.cfg.max_updates or None
         self.bar = tqdm(total=total, initial=s.step, unit="upd", file=sys.stderr, disable=not show)
+        self._say(f"fast paths: {self.runtime.describe()}")
         while (reason := self._stop_reason()) is None:
             plan = self._epoch_plan(s.epoch)
             u = s.epoch_updates
@@ -155,20 +168,51 @@ class Trainer:
                 self.scaler.scale(loss * (ctx.world_size / global_tokens)).backward()  # DDP divides by W
             loss_sum, nll_sum = loss_sum + loss.detach(), nll_sum + nll
             src_tokens, tgt_tokens = src_tokens + batch.src_tokens, tgt_tokens + batch.tgt_tokens
+        norm = None
         if self.cfg.clip_norm:
             self.scaler.unscale_(self.optimizer)
-            nn.utils.clip_grad_norm_(self.trained.parameters(), self.cfg.clip_norm)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.optimizer.zero_grad(set_to_none=True)
+            norm = nn.utils.clip_grad_norm_(self.trained.parameters(), self.cfg.clip_norm)
+        elif not self.scaler.is_enabled() and not self.fsdp:  # fp16's scaler skips overflowing steps itself
+            grads = [p.grad for p in self.trained.parameters() if p.grad is not None]
+            if grads:
+                norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+        grads_checked = norm is not None and not self.scaler.is_enabled() and not self.fsdp  # fp16: the scaler
+        finite = torch.isfinite(loss_sum) & (torch.isfinite(norm) if grads_checked else True)
+        if all_reduce_sum([0.0 if bool(finite) else 1.0], ctx)[0] > 0:  # every rank skips the same update
+            self.optimizer.zero_grad(set_to_none=True)
+            if self.scaler.is_enabled() and self.cfg.clip_norm:
+                self.scaler.update()  # unscale_ ran: close this iteration of the scaler
+            self._skip_update(float(loss_sum), None if norm is None else float(norm))
+        else:
+            self._bad_updates = 0
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            self.optimizer.zero_grad(set_to_none=True)
+            self.meter.add(loss_sum, nll_sum, src_tokens, tgt_tokens)
         self._lr = self.scheduler.get_last_lr()[0]
         self.scheduler.step()
-        self.meter.add(loss_sum, nll_sum, src_tokens, tgt_tokens)
+
+    def _skip_update(self, loss: float, norm: float | None) -> None:
+        """A non-finite loss or gradient: no optimizer step, a log record, and a stop after too many in a row."""
+        self._bad_updates += 1
+        step = self.state.step + 1
+        self.log.write({"kind": "skipped", "step": step, "loss": repr(loss), "grad_norm": repr(norm),
+                        "in_a_row": self._bad_updates})  # fmt: skip
+        self._say(f"warning: update {step} skipped: loss {loss}, gradient norm {norm} ({self._bad_updates} in a row)")
+        if self._bad_updates >= self.cfg.max_bad_updates:
+            last = ckpt.latest_checkpoint(self.out_dir)
+            self.bar.close()
+            self.log.close()
+            raise TrainingDiverged(
+                f"training diverged: {self._bad_updates} updates in a row (train.max_bad_updates) had a non-finite "
+                f"loss or gradient, the last at update {step}; stopped without saving. The last good checkpoint is "
+                f"{last if last is not None else '(none yet)'}; lower train.lr_scale or set train.clip_norm"
+            )
 
     def _after_update(self, epoch_end: bool) -> None:
         c, step = self.cfg, self.state.step
         self.bar.update()
-        if step % c.log_every == 0:
+        if step % c.log_every == 0 and self.meter:
             self._log_train()
         if (c.valid_every and step % c.valid_every == 0) or (epoch_end and not c.valid_every):
             self._validate()
@@ -267,6 +311,7 @@ class Trainer:
                 **vars(s), "world_size": self.ctx.world_size, "update_freq": c.update_freq, "rng": rng,
                 "fsdp": self.fsdp, "optimizer": optimizer, "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,
+                "data": data_fingerprint(self.train_set),
             }  # fmt: skip
             info = {"step": s.step, "epoch": s.epoch, "best_valid_loss": s.best_valid_loss}
             tokenizer = self.train_set.tokenizer_path
@@ -275,12 +320,32 @@ class Trainer:
         barrier(self.ctx)
         self._last["save"] = s.step
 
+    def _check_same_data(self, checkpoint: str | Path, saved: dict[str, str] | None) -> None:
+        """Refuse to resume on data or a tokenizer other than the checkpoint's, unless train.allow_data_change."""
+        if saved is None:  # written before the fingerprint was recorded
+            return
+        now = data_fingerprint(self.train_set)
+        changed = [key.removesuffix("_sha256") for key in now if saved.get(key) != now[key]]
+        if changed and not self.cfg.allow_data_change:
+            raise ValueError(
+                f"{checkpoint} was trained on other data: the {' and '.join(changed)} of {self.train_set.data_dir} "
+                "changed since (re-prepared?); resuming would mix vocabularies. Set train.allow_data_change=true "
+                "to resume anyway, or start a new train.out_dir"
+            )
+        if changed:
+            self._say(f"warning: the {' and '.join(changed)} changed since {checkpoint}; resuming anyway")
+
     def restore(self, checkpoint: str | Path) -> None:
         """Continue from a checkpoint: weights, optimizer, schedule, data position and RNG states."""
         saved = ckpt.load_training_state(checkpoint)
+        ckpt.require_keys(saved, checkpoint)
+        self._check_same_data(checkpoint, saved.get("data"))
         if saved.get("fsdp", False) != self.fsdp:  # the two optimizer-state layouts differ
             raise ValueError(f"{checkpoint} was written with train.fsdp={saved.get('fsdp', False)} on "
                              f"{saved['world_size']} ranks; resume it with the same train.fsdp")  # fmt: skip
+        if read_config(checkpoint)[1]["format_version"] == 1:  # one fused in_proj: other optimizer slots
+            raise ValueError(f"{checkpoint} was written in model format 1; its weights load (translate, average),"
+                             " but its optimizer state cannot resume this version: start a new run")  # fmt: skip
         ckpt.load_model_weights(self.model, checkpoint)
         if self.fsdp:
             load_full_model_state(self.trained, self.model.state_dict())
@@ -306,4 +371,4 @@ class Trainer:
             self.log.truncate_after(self.state.step)
 
 
-__all__ = ["TrainState", "Trainer"]
+__all__ = ["TrainState", "Trainer", "TrainingDiverged", "data_fingerprint"]

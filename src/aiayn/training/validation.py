@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch import nn
 
 from aiayn.config import DecodeConfig
 from aiayn.data import ParallelDataset, TokenBudgetBatches, Tokenizer, load_batch
+from aiayn.decoding import Translator
 from aiayn.evaluation import Score, corpus_bleu, perplexity
+from aiayn.io import read_text_file
 from aiayn.training.distributed import DistContext, all_reduce_sum
 from aiayn.training.loss import label_smoothed_nll_loss
 
@@ -53,24 +54,21 @@ def validation_bleu(
 ) -> Score | None:
     """sacrebleu BLEU of the first `max_sentences` validation sentences against the raw references.
 
-    Uses `aiayn.decoding.Translator`; returns None (after a warning) when decoding or the raw text is missing.
+    Uses `aiayn.decoding.Translator`; returns None (after a warning) when the raw text is missing.
     """
-    try:
-        from aiayn.decoding import Translator  # type: ignore[attr-defined]
-    except ImportError as error:
-        warn(f"validation BLEU skipped: aiayn.decoding is not available ({error})")
-        return None
     src_path, ref_path = dataset.text_path(dataset.src_lang), dataset.text_path(dataset.tgt_lang)
     if src_path is None or ref_path is None:
         warn(f"validation BLEU skipped: no raw text for split {dataset.split!r} in {dataset.data_dir}")
         return None
-    sources = src_path.read_text(encoding="utf-8").splitlines()[:max_sentences]
-    references = ref_path.read_text(encoding="utf-8").splitlines()[:max_sentences]
+    # split at "\n" only, as `prepare` wrote them: str.splitlines would also split at U+2028, NEL, form feeds
+    sources, references = read_text_file(src_path, max_sentences), read_text_file(ref_path, max_sentences)
+    if len(sources) != len(references):
+        raise ValueError(f"{src_path} and {ref_path} differ in line count; the validation split is corrupt")
     was_training = model.training
     model.eval()
     try:
         device = str(next(model.parameters()).device)  # decode where the model trains
-        translator: Any = Translator(model, Tokenizer.from_file(dataset.tokenizer_path), decode, device=device)
+        translator = Translator(model, Tokenizer.from_file(dataset.tokenizer_path), decode, device=device)
         hypotheses = translator.translate(sources)
     finally:
         model.train(was_training)

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
 from aiayn.data.tokenizer import Tokenizer
+from aiayn.decoding import Translator
 from aiayn.model import Transformer
 from aiayn.visualization.attention_data import (
     KINDS,
@@ -164,18 +166,23 @@ def plot_query(view: QueryView) -> Figure:
     return fig
 
 
-def pair_maps(model: Transformer, tokenizer: Tokenizer, source: str, target_ids: list[int]) -> AttentionMaps:
-    """Attention maps of `source` (text) and the target subword ids (without bos/eos), teacher forced."""
-    src_ids = tokenizer.encode(source) + [tokenizer.eos_id]
-    tgt_in = [tokenizer.bos_id] + list(target_ids)
-    tgt_out = list(target_ids) + [tokenizer.eos_id]
+def pair_maps(
+    model: Transformer, tokenizer: Tokenizer, source: str, target_ids: list[int], target_tokenizer: Any = None
+) -> AttentionMaps:
+    """Attention maps of `source` (text) and the target subword ids (without bos/eos), teacher forced; the
+    decoder reads the model's start token first (BOS, or Marian's pad). `target_tokenizer` labels the target
+    side of models with two vocabularies (default: `tokenizer`)."""
+    target_tokenizer = target_tokenizer or tokenizer
+    src_ids = tokenizer.encode(source) + [model.config.eos_id]
+    tgt_in = [model.config.decoder_start_id] + list(target_ids)
+    tgt_out = list(target_ids) + [model.config.eos_id]
     return capture_attention(
         model,
         src_ids,
         tgt_in,
         tokenizer.pieces(src_ids),
-        tokenizer.pieces(tgt_in),
-        tokenizer.pieces(tgt_out),
+        target_tokenizer.pieces(tgt_in),
+        target_tokenizer.pieces(tgt_out),
     )
 
 
@@ -207,14 +214,16 @@ def attention_figures(
     return written
 
 
-def translation_ids(model: Transformer, tokenizer: Tokenizer, text: str, **decode_overrides: object) -> list[int]:
+def translation_ids(
+    model: Transformer, tokenizer: Tokenizer, text: str, target_tokenizer: Any = None, **decode_overrides: object
+) -> list[int]:
     """The model's own translation of `text` (beam search of section 6.1 unless overridden) as target subword
     ids, without bos/eos. Teacher forcing them reproduces the attention of the search's final pass."""
-    try:
-        from aiayn.decoding import Translator  # type: ignore[attr-defined]
-    except ImportError as error:
-        raise RuntimeError(f"decoding is not available ({error}); pass --target to give the translation") from None
-    translation = Translator(model, tokenizer).translate_detailed([text], **decode_overrides)[0]
+    target_tokenizer = target_tokenizer or tokenizer
+    translator = Translator(model, tokenizer, target_tokenizer=target_tokenizer)
+    translation = translator.translate_detailed([text], **decode_overrides)[0]
     if not translation.pieces:
         raise RuntimeError(f"the model produced no translation of {text!r}; pass --target")
-    return [tokenizer.processor.piece_to_id(piece) for piece in translation.pieces[0]]
+    if hasattr(target_tokenizer, "vocab"):  # a vocabulary-mapped tokenizer (imported models)
+        return [target_tokenizer.vocab[piece] for piece in translation.pieces[0]]
+    return [target_tokenizer.processor.piece_to_id(piece) for piece in translation.pieces[0]]

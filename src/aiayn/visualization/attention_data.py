@@ -7,7 +7,7 @@ the residual stream entering the sub-layer and the sub-layer's real output (afte
 before returning, and nothing is stored on the model.
 
 `query_view` then recomputes one head's eq. (1) for one query from those inputs with the layer's own
-projections (`project_qkv`, `project_q`, `project_kv`): q, K, V, the scores q K^T / sqrt(d_k), the softmax
+projections (`project_q`, `project_kv`): q, K, V, the scores q K^T / sqrt(d_k), the softmax
 weights and the output, for the three-panel figure.
 """
 
@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from aiayn.model import Transformer
-from aiayn.model.attention import explicit_attention
+from aiayn.model.attention import scaled_dot_product_attention
 from aiayn.model.masks import causal_mask, key_padding_mask
 
 Kind = Literal["encoder", "decoder", "cross"]
@@ -164,16 +164,17 @@ def query_view(model: Transformer, maps: AttentionMaps, kind: Kind, layer: int, 
             mask = key_padding_mask(torch.ones(1, k.size(2), dtype=torch.bool, device=k.device))
         else:
             attention = module.self_attn
-            q, k, v = attention.project_qkv(module.self_attn_residual.sublayer_input(x))  # [1,h,Tq,d_k]
+            y = module.self_attn_residual.sublayer_input(x)
+            q, (k, v) = attention.project_q(y), attention.project_kv(y)  # [1,h,Tq,d_k], [1,h,Tq,d_k], [1,h,Tq,d_v]
             if kind == "encoder":
                 mask = key_padding_mask(torch.ones(1, k.size(2), dtype=torch.bool, device=k.device))
             else:
                 mask = causal_mask(q.size(2), k.size(2), k.device)
-        heads, weights = explicit_attention(q, k, v, mask)  # [1,h,Tq,d_v], [1,h,Tq,Tk]
+        heads, weights = scaled_dot_product_attention(q, k, v, mask)  # [1,h,Tq,d_v], [1,h,Tq,Tk]
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [1,h,Tq,Tk]
         scores = scores.masked_fill(~mask.expand_as(scores), float("-inf"))
         concat = heads.transpose(1, 2).reshape(1, heads.size(2), -1)  # [1,h,Tq,d_v] -> [1,Tq,h*d_v]
-        layer_output = attention.out_proj(concat)[0, query]  # [d_model]
+        layer_output = attention.w_o(concat)[0, query]  # [d_model]
     return QueryView(
         kind=kind,
         layer=layer,

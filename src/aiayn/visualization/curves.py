@@ -2,10 +2,9 @@
 metrics log.
 
 The log is JSON lines (`metrics.jsonl` in the run directory, written by `aiayn.training.metrics_log`): one
-object per line with the update count under `step` (or `update`) and the record's kind under `kind` (or
-`split`): "train", "valid", "bleu", ... Values are read when present: `loss`, `nll_loss`, `ppl`, `lr`,
-`bleu` (or `score` in a "bleu" record) and its sacrebleu `signature`, `tokens_per_s`, and the run's time in
-`elapsed_s` (or `wall_time`). Missing keys leave a panel empty.
+object per line with the update count under `step` and the record's kind under `kind`: "train", "valid",
+"bleu", "end". Values are read when present: `loss`, `nll_loss`, `ppl`, `lr`, `bleu` and its sacrebleu
+`signature`, `tokens_per_s`, and the run's time in `elapsed_s`. Missing keys leave a panel empty.
 """
 
 from __future__ import annotations
@@ -64,9 +63,9 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
             raise ValueError(f"{path}:{number}: not valid JSON ({error.msg})") from None
         if not isinstance(record, dict):
             raise ValueError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
-        step = record.get("step", record.get("update"))
+        step = record.get("step")
         if not isinstance(step, (int, float)) or isinstance(step, bool):
-            raise ValueError(f"{path}:{number}: missing a numeric 'step' (or 'update') field")
+            raise ValueError(f"{path}:{number}: missing a numeric 'step' field")
         records.append(record)
     if not records:
         raise ValueError(f"{path}: no metrics records")
@@ -77,13 +76,11 @@ def collect(records: list[dict[str, Any]]) -> dict[tuple[str, str], Series]:
     """(kind, quantity) -> Series, for quantity in loss, nll_loss, ppl, lr, bleu, tokens_per_s."""
     series: dict[tuple[str, str], Series] = {}
     for record in records:
-        kind = str(record.get("kind", record.get("split", "train")))
-        step = record.get("step", record.get("update"))
+        kind = str(record.get("kind", "train"))
+        step = record["step"]
         values = dict(record)
         if "ppl" not in values and isinstance(values.get("nll_loss"), (int, float)):
             values["ppl"] = math.exp(min(values["nll_loss"], 700.0))
-        if kind == "bleu" and "bleu" not in values:
-            values["bleu"] = values.get("score")
         for quantity in ("loss", "nll_loss", "ppl", "lr", "bleu", "tokens_per_s"):
             if quantity in values:
                 series.setdefault((kind, quantity), Series()).add(step, values[quantity])
@@ -144,8 +141,8 @@ def plot_curves(records: list[dict[str, Any]], title: str = "") -> Figure:
             color=COLORS["grey"],
         )
     last = records[-1]
-    notes = [f"{int(last.get('step', last.get('update', 0))):,} updates"]
-    times = [r.get("elapsed_s", r.get("wall_time")) for r in records]
+    notes = [f"{int(last.get('step', 0)):,} updates"]
+    times = [r.get("elapsed_s") for r in records]
     wall = max((t for t in times if isinstance(t, (int, float))), default=None)
     if wall is not None:
         notes.append(f"{wall / 3600:.2f} h wall time")

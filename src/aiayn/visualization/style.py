@@ -17,7 +17,7 @@ matplotlib.use("Agg")  # no display; must precede any pyplot import anywhere in 
 
 from matplotlib.figure import Figure  # noqa: E402
 
-from aiayn.model.pretrained import atomic_write_bytes  # noqa: E402
+from aiayn.io import atomic_write_bytes  # noqa: E402
 
 RC = {
     "svg.hashsalt": "aiayn",  # fixed ids inside the SVG, so the same figure gives the same bytes

@@ -8,10 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from aiayn.kernels import OneDnnLinear, choose_linear, onednn_available, onednn_linear, swap_linears
 from aiayn.model import Transformer
-from aiayn.training.kernels import resolve_linear_kernel
 from aiayn.training.loss import label_smoothed_nll_loss
-from aiayn.training.onednn import OneDnnLinear, onednn_available, onednn_linear, use_onednn_linears
 from tests.conftest import PAD, random_batch, tiny_config
 
 pytestmark = pytest.mark.skipif(not onednn_available(), reason="this torch build has no oneDNN linear")
@@ -61,8 +60,9 @@ def test_model_on_onednn_gives_the_same_loss_and_gradients(norm_first: bool) -> 
     torch.manual_seed(0)
     plain = Transformer(tiny_config(norm_first=norm_first))
     fast = copy.deepcopy(plain)
-    assert use_onednn_linears(fast) == sum(type(m) is torch.nn.Linear for m in plain.modules())
+    assert swap_linears(fast) == sum(type(m) is torch.nn.Linear for m in plain.modules())
     assert any(isinstance(m, OneDnnLinear) for m in fast.modules())
+    assert all(m.packed is None for m in fast.modules() if isinstance(m, OneDnnLinear))  # training: unpacked
     assert list(plain.state_dict()) == list(fast.state_dict())  # a kernel swap: the same parameters
     src, _ = random_batch(4, 9, 37, g)
     tgt, _ = random_batch(4, 8, 37, g, min_length=2)
@@ -76,21 +76,22 @@ def test_model_on_onednn_gives_the_same_loss_and_gradients(norm_first: bool) -> 
 
 def test_a_copy_uses_its_own_weights() -> None:
     model = Transformer(tiny_config())
-    use_onednn_linears(model)
+    swap_linears(model)
     twin = copy.deepcopy(model)
     with torch.no_grad():
         for p in twin.parameters():
             p.zero_()
         out = twin.project(torch.ones(2, model.config.d_model))
-        q = twin.decoder.layers[0].cross_attn.linear_q(torch.ones(2, model.config.d_model))
+        q = twin.decoder.layers[0].cross_attn.w_q(torch.ones(2, model.config.d_model))
     assert torch.equal(out, torch.zeros_like(out)) and torch.equal(q, torch.zeros_like(q))
     assert any(p.abs().sum() > 0 for p in model.parameters())  # the original is untouched
 
 
 def test_linear_kernel_setting() -> None:
     cpu = torch.device("cpu")
-    assert resolve_linear_kernel("auto", cpu, torch.float32, fsdp=False)
-    assert not resolve_linear_kernel("auto", cpu, torch.bfloat16, fsdp=False)  # autocast uses oneDNN already
-    assert not resolve_linear_kernel("torch", cpu, torch.float32, fsdp=False)
-    with pytest.raises(ValueError, match="linear_kernel=onednn"):
-        resolve_linear_kernel("onednn", cpu, torch.bfloat16, fsdp=False)
+    assert choose_linear("auto", cpu, torch.float32, sharded=False) == "onednn"
+    assert choose_linear("auto", cpu, torch.bfloat16, sharded=False) == "torch"  # autocast uses oneDNN already
+    assert choose_linear("auto", cpu, torch.float32, sharded=True) == "torch"
+    assert choose_linear("torch", cpu, torch.float32, sharded=False) == "torch"
+    with pytest.raises(ValueError, match="linear kernel onednn"):
+        choose_linear("onednn", cpu, torch.bfloat16, sharded=False)

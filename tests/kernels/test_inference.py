@@ -1,5 +1,5 @@
-"""`optimize_for_inference` (oneDNN-packed weights) computes the same function; `KVCache.reorder_within`
-equals `reorder(..., source_changed=False)`."""
+"""`prepare_for_inference` (oneDNN-packed weights, the chosen attention) computes the same function as the model
+as built; `beam_cache.reorder_within` equals a full `KVCache.reorder` on rows that stay in their sentence."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import torch
 
 from aiayn.config import DecodeConfig
 from aiayn.decoding import generate
-from aiayn.decoding.inference import PackedLinear, onednn_available, optimize_for_inference
+from aiayn.decoding.beam_cache import reorder_within
+from aiayn.kernels import OneDnnLinear, onednn_available, prepare_for_inference
 from aiayn.model import MultiHeadAttention
 from tests.decoding.conftest import peaky_model, random_sources
 
@@ -21,36 +22,37 @@ needs_onednn = pytest.mark.skipif(not onednn_available(), reason="this torch bui
 @pytest.fixture(scope="module")
 def models():
     plain = peaky_model(VOCAB, seed=3, eos_shift=4.0)
-    return plain, optimize_for_inference(copy.deepcopy(plain))
+    return plain, prepare_for_inference(copy.deepcopy(plain))[0]
 
 
 @needs_onednn
 def test_every_linear_and_the_output_projection_are_packed(models):
     plain, fast = models
     assert sum(type(m) is torch.nn.Linear for m in plain.modules()) == sum(
-        type(m) is PackedLinear for m in fast.modules()
+        type(m) is OneDnnLinear for m in fast.modules()
     )
-    assert "project" in vars(fast)
+    assert type(fast.output_proj) is OneDnnLinear  # the final linear of 3.4 too
+    assert all(m.packed is not None for m in fast.modules() if isinstance(m, OneDnnLinear))  # packed weights
     assert {k: v.shape for k, v in plain.state_dict().items()} == {k: v.shape for k, v in fast.state_dict().items()}
     assert all(torch.equal(v, fast.state_dict()[k]) for k, v in plain.state_dict().items())
 
 
 @needs_onednn
-def test_encoder_decoder_projections_use_packed_row_blocks(models):
+def test_attention_projections_are_packed_and_copies_pack_their_own(models):
     plain, fast = models
     pairs = [(a, b) for a, b in zip(plain.modules(), fast.modules(), strict=True) if isinstance(a, MultiHeadAttention)]
     x = torch.randn(5, 2, plain.config.d_model)
     for a, b in pairs:
-        assert "linear_q" in vars(b) and "linear_kv" in vars(b)  # shadowed on the instance
+        assert type(b.w_q) is OneDnnLinear and type(b.w_k) is OneDnnLinear  # modules swapped, not methods
         with torch.inference_mode():
-            assert torch.allclose(a.linear_q(x), b.linear_q(x), atol=1e-5)
-            assert torch.allclose(a.linear_kv(x), b.linear_kv(x), atol=1e-5)
+            assert torch.allclose(a.w_q(x), b.w_q(x), atol=1e-5)
+            assert torch.allclose(a.w_k(x), b.w_k(x), atol=1e-5)
     copied = copy.deepcopy(fast)  # the copy packs its own weights, not the original's
     attention = next(m for m in copied.modules() if isinstance(m, MultiHeadAttention))
     with torch.no_grad():
-        attention.in_proj.weight.zero_()
-        attention.in_proj.bias.fill_(1.0)
-        assert torch.equal(attention.linear_q(x), torch.ones(5, 2, attention.h * attention.d_k))
+        attention.w_q.weight.zero_()
+        attention.w_q.bias.fill_(1.0)
+        assert torch.equal(attention.w_q(x), torch.ones(5, 2, attention.h * attention.d_k))
 
 
 @pytest.mark.parametrize("config", [DecodeConfig(greedy=True), DecodeConfig(beam=4, nbest=3)], ids=["greedy", "beam"])
@@ -69,10 +71,10 @@ def test_same_outputs_as_the_plain_model(models, config):
 def test_gradients_and_changed_weights_fall_back_or_repack(models):
     _, fast = models
     fast = copy.deepcopy(fast)
-    layer = next(m for m in fast.modules() if isinstance(m, PackedLinear))
+    layer = next(m for m in fast.modules() if isinstance(m, OneDnnLinear))
     x = torch.randn(3, layer.in_features)
     reference = torch.nn.functional.linear(x, layer.weight, layer.bias)
-    assert torch.allclose(layer(x), reference, atol=1e-5)  # grad enabled: plain path, differentiable
+    assert torch.allclose(layer(x), reference, atol=1e-5)  # grad enabled: the autograd path, differentiable
     layer(x).sum().backward()
     assert layer.weight.grad is not None
     with torch.no_grad():
@@ -82,7 +84,7 @@ def test_gradients_and_changed_weights_fall_back_or_repack(models):
 
 def test_int8_variant_decodes(models):
     plain, _ = models
-    int8 = optimize_for_inference(copy.deepcopy(plain), int8=True)
+    int8, _ = prepare_for_inference(copy.deepcopy(plain), int8=True)
     results = generate(int8, random_sources(3, 5, VOCAB, seed=1), DecodeConfig(beam=3, nbest=2, max_len_b=6))
     assert all(len(hyps) == 2 for hyps in results)
 
@@ -99,10 +101,10 @@ def test_reorder_within_equals_reorder(models):
             for step in range(5):
                 plain.step(tokens[step], cache)
     index = torch.tensor([0, 0, 2, 3, 5, 4, 4, 7, 8, 9, 10, 11])  # rows stay within their sentence
-    caches[0].reorder(index, source_changed=False)
-    caches[1].reorder_within(index)
+    caches[0].reorder(index)
+    reorder_within(caches[1], index)
     for a, b in zip(caches[0].self_k + caches[0].self_v, caches[1].self_k + caches[1].self_v):
         assert torch.equal(a[:, :, :5], b[:, :, :5])
     assert not torch.equal(caches[0].self_k[0][1, :, :5], caches[0].self_k[0][2, :, :5])  # rows really differ
     with pytest.raises(ValueError, match="batch size"):
-        caches[1].reorder_within(index[:6])
+        reorder_within(caches[1], index[:6])

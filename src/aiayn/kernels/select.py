@@ -1,0 +1,159 @@
+"""The one place where fast paths are chosen. Each is the same function as the model as built, tested equal:
+
+- attention: which implementation of eq. (1) each stack uses (`Transformer.set_attention`): "explicit" (the
+  formula) or "sdpa" (PyTorch's fused kernel);
+- linear: which kernel float32 `nn.Linear` layers use on CPU: "torch" (`F.linear`) or "onednn"
+  (`aiayn.kernels.onednn.OneDnnLinear`: modules swapped, parameters shared; weights packed for inference);
+- precision: the training autocast dtype (`resolve_precision`); for decoding the weights' dtype (float32, bf16
+  with float32 log-softmax and scores in the searches) or int8 decoder linears (`choose_decode_precision`).
+
+"auto" picks by device, dtype and workload; the rules and the measurements behind them are in
+docs/ARCHITECTURE.md and docs/benchmarks/. `Runtime` records what was chosen; benchmarks and logs print it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+from aiayn.kernels.cpu_features import CpuFeatures, cpu_features
+from aiayn.kernels.int8 import quantize_int8
+from aiayn.kernels.onednn import onednn_available, swap_linears
+from aiayn.model import Transformer
+
+CHOICES = {
+    "attention": ("auto", "explicit", "sdpa"),
+    "linear": ("auto", "onednn", "torch"),
+    "precision": ("auto", "float32", "bf16", "int8"),
+}
+_EXPLICIT_MAX_KEYS = 256  # bf16 CPU training: up to this many keys the explicit formula's backward is faster
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What a prepared model runs: attention per stack, linear kernel, precision."""
+
+    encoder_attention: str
+    decoder_attention: str
+    linear: str
+    precision: str
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in asdict(self).items())
+
+
+def _check(kind: str, value: str) -> None:
+    if value not in CHOICES[kind]:
+        raise ValueError(f"{kind} implementation must be one of {', '.join(CHOICES[kind])}; got {value!r}")
+
+
+def choose_attention(
+    setting: str, device: torch.device, dtype: torch.dtype, training: bool, max_keys: int = 1024
+) -> tuple[str, str]:
+    """(encoder, decoder) implementation of eq. (1). auto, on CPU: the explicit formula in the decoder (decoding
+    steps have a few queries per row, where the fused kernel's per-call work dominates; in float32 training the
+    two cost the same) and in bf16 training with sentence-length keys (the fused backward is slow there);
+    everywhere else the fused kernel."""
+    _check("attention", setting)
+    if setting != "auto":
+        return setting, setting
+    if device.type != "cpu":
+        return "sdpa", "sdpa"
+    bf16_training = training and dtype == torch.bfloat16 and max_keys <= _EXPLICIT_MAX_KEYS
+    return ("explicit" if bf16_training else "sdpa"), "explicit"
+
+
+def choose_linear(setting: str, device: torch.device, dtype: torch.dtype, sharded: bool = False) -> str:
+    """auto: oneDNN for float32 on CPU (not under FSDP) when this torch build has it; else torch's F.linear.
+    "onednn" where it cannot apply is an error."""
+    _check("linear", setting)
+    applicable = device.type == "cpu" and dtype == torch.float32 and not sharded and onednn_available()
+    if setting == "onednn" and not applicable:
+        raise ValueError("linear kernel onednn needs float32 on CPU without FSDP, and a torch build with oneDNN")
+    return "onednn" if setting != "torch" and applicable else "torch"
+
+
+def resolve_precision(name: str, device: torch.device, features: CpuFeatures | None = None) -> torch.dtype:
+    """Training autocast dtype. auto: bf16 on a GPU that supports it or a CPU with native bf16 matrix units
+    (AMX, AVX-512 BF16), else fp32; fp16 needs CUDA."""
+    if name == "auto":
+        if device.type == "cuda":
+            name = "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+        else:
+            name = "bf16" if device.type == "cpu" and (features or cpu_features()).native_bf16 else "fp32"
+    if name == "fp16" and device.type != "cuda":
+        raise ValueError("train.precision=fp16 needs a CUDA device; use bf16 or fp32")
+    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+def choose_decode_precision(setting: str, device: torch.device, features: CpuFeatures | None = None) -> str:
+    """float32 | bf16 | int8 for decoding. auto: bf16 on a GPU, or on a CPU with native bf16 matrix units (AMX,
+    AVX-512 BF16), where bf16 products run several times faster; float32 elsewhere (emulated bf16 is slower,
+    and int8 is approximate: it is chosen only when asked for)."""
+    _check("precision", setting)
+    if setting != "auto":
+        return setting
+    if device.type == "cuda":
+        return "bf16"
+    return "bf16" if device.type == "cpu" and (features or cpu_features()).native_bf16 else "float32"
+
+
+def _device_dtype(model: Transformer) -> tuple[torch.device, torch.dtype]:
+    weight = model.output_weight()
+    return weight.device, weight.dtype
+
+
+def prepare_for_training(
+    model: Transformer,
+    attention: str = "auto",
+    linear: str = "auto",
+    precision: torch.dtype = torch.float32,
+    max_keys: int = 1024,
+    sharded: bool = False,
+) -> Runtime:
+    """Choose and apply the fast paths for training `model` (in place) with autocast `precision`."""
+    device, _ = _device_dtype(model)
+    encoder, decoder = choose_attention(attention, device, precision, training=True, max_keys=max_keys)
+    kernel = choose_linear(linear, device, precision, sharded)
+    model.set_attention(encoder, "encoder")
+    model.set_attention(decoder, "decoder")
+    if kernel == "onednn":
+        swap_linears(model)
+    return Runtime(encoder, decoder, kernel, str(precision).removeprefix("torch."))
+
+
+def prepare_for_inference(
+    model: Transformer, attention: str = "auto", linear: str = "auto", int8: bool = False, precision: str = "float32"
+) -> tuple[Transformer, Runtime]:
+    """Choose and apply the fast paths for decoding with `model` (eval mode). `precision` bf16 converts the
+    weights (in place); int8 (or `int8=True`) quantizes the decoder's linear layers (a copy is returned); the
+    remaining float32 linear layers get the chosen kernel."""
+    model.eval()
+    device, dtype = _device_dtype(model)
+    precision = "int8" if int8 else choose_decode_precision(precision, device)
+    if precision == "bf16":
+        model = model.to(torch.bfloat16)
+        dtype = torch.bfloat16
+    encoder, decoder = choose_attention(attention, device, dtype, training=False)
+    kernel = choose_linear(linear, device, dtype)
+    if precision == "int8":
+        model = quantize_int8(model)  # type: ignore[assignment]
+    model.set_attention(encoder, "encoder")
+    model.set_attention(decoder, "decoder")
+    if kernel == "onednn":
+        swap_linears(model, packed=True)
+    label = "int8 decoder linears" if precision == "int8" else str(dtype).removeprefix("torch.")
+    return model, Runtime(encoder, decoder, kernel, label)
+
+
+__all__ = [
+    "CHOICES",
+    "Runtime",
+    "choose_attention",
+    "choose_decode_precision",
+    "choose_linear",
+    "prepare_for_inference",
+    "prepare_for_training",
+    "resolve_precision",
+]

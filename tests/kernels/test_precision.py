@@ -1,0 +1,79 @@
+"""Decoding and training precisions: what `auto` picks on each kind of CPU (the feature probe forced through
+$AIAYN_CPU_FLAGS), that the picked path exists here, and bf16 / int8 outputs against float32."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from aiayn.config import DecodeConfig
+from aiayn.decoding import generate
+from aiayn.kernels import choose_decode_precision, cpu_features, prepare_for_inference, resolve_precision
+from tests.decoding.conftest import peaky_model, random_sources
+
+CPU = torch.device("cpu")
+VOCAB = 40
+
+
+@pytest.mark.parametrize(
+    ("flags", "decode", "train"),
+    [
+        ("fpu sse avx2 fma", "float32", torch.float32),  # AMD Zen 3, Intel without AVX-512 BF16
+        ("avx2 avx512f avx512_vnni", "float32", torch.float32),  # int8 dot products but no bf16 matmul
+        ("avx2 avx512f avx512_bf16", "bf16", torch.bfloat16),  # AMD Zen 4/5
+        ("avx2 avx512f avx512_bf16 amx_bf16 amx_int8", "bf16", torch.bfloat16),  # Intel Sapphire Rapids and later
+    ],
+)
+def test_auto_follows_the_cpu_features(monkeypatch, flags: str, decode: str, train: torch.dtype) -> None:
+    monkeypatch.setenv("AIAYN_CPU_FLAGS", flags)
+    assert choose_decode_precision("auto", CPU) == decode
+    assert resolve_precision("auto", CPU) == train
+    assert choose_decode_precision("int8", CPU) == "int8"  # an explicit choice is kept
+    with pytest.raises(ValueError, match="precision implementation must be one of"):
+        choose_decode_precision("fp8", CPU)
+
+
+def test_auto_picks_a_path_this_machine_has() -> None:
+    features = cpu_features()
+    assert features.model and "avx2" in features.describe() or not features.flags
+    picked = choose_decode_precision("auto", CPU)
+    model, runtime = prepare_for_inference(peaky_model(VOCAB, seed=1), precision="auto")
+    assert runtime.precision == {"float32": "float32", "bf16": "bfloat16"}[picked]
+    generate(model, random_sources(2, 4, VOCAB, seed=1), DecodeConfig(beam=2, max_len_b=4))
+
+
+@pytest.fixture(scope="module")
+def models():
+    plain = peaky_model(VOCAB, seed=5, eos_shift=3.0)
+    return {
+        "float32": prepare_for_inference(copy.deepcopy(plain), precision="float32")[0],
+        "bf16": prepare_for_inference(copy.deepcopy(plain), precision="bf16")[0],
+        "int8": prepare_for_inference(copy.deepcopy(plain), precision="int8")[0],
+    }
+
+
+@pytest.mark.parametrize(("precision", "agreement", "logprob_error"), [("bf16", 0.9, 0.15), ("int8", 0.9, 0.15)])
+def test_lower_precision_against_float32(models, precision: str, agreement: float, logprob_error: float) -> None:
+    """Greedy tokens agree with float32's on most positions; teacher-forced log-probabilities stay close."""
+    src = random_sources(24, 8, VOCAB, seed=3)
+    config = DecodeConfig(greedy=True, max_len_b=12)
+    reference = [h[0].tokens for h in generate(models["float32"], src, config)]
+    got = [h[0].tokens for h in generate(models[precision], src, config)]
+    same = sum(a == b for r, g in zip(reference, got, strict=True) for a, b in zip(r, g))
+    total = sum(min(len(r), len(g)) for r, g in zip(reference, got, strict=True))
+    assert total > 0 and same / total >= agreement, f"{same}/{total}"
+    tgt = torch.randint(4, VOCAB, (24, 6), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        exact = models["float32"].log_probs(src, tgt)
+        approx = models[precision].log_probs(src, tgt)
+    assert approx.dtype == torch.float32  # scores in float32 whatever the weights
+    assert (approx - exact).abs().max() <= logprob_error
+
+
+def test_bf16_keeps_the_search_scores_in_float32(models) -> None:
+    src = random_sources(4, 6, VOCAB, seed=2)
+    hypotheses = generate(models["bf16"], src, DecodeConfig(beam=3, nbest=2, max_len_b=8))
+    assert all(isinstance(h.score, float) and h.score == h.score for x in hypotheses for h in x)
+    assert next(models["bf16"].parameters()).dtype == torch.bfloat16
