@@ -5,12 +5,13 @@ For each model size (random weights: only speed is measured) and each search (be
 decodes the same batch of sentences with the output length forced to L (EOS forbidden before, so all systems
 do the same work: L decoder steps per sentence), L in --lengths, and reports output tokens per second:
 
-    ours            generate() with the KV cache on the model prepared by `prepare_for_inference` (oneDNN-packed
-                    float32 weights), as `Translator.from_pretrained` runs it
+    ours            generate() with the KV cache on the model prepared by `prepare_for_inference` with every
+                    setting auto (this CPU's precision; oneDNN-packed float32 weights), as `Translator` runs it
     ours-plain      the same search on the model as built, without `prepare_for_inference` or the allocator
                     setting (torch's default float32 matmul path): a plain PyTorch program
     ours-uncached   ours re-running the decoder over the whole prefix at every step (no KV cache)
-    ours-int8       `prepare_for_inference(int8=True)`: dynamic int8 decoder linear layers (torch.ao, fbgemm)
+    ours-bf16       bf16 weights (float32 log-softmax and scores); fast only on CPUs with native bf16 matmuls
+    ours-int8       `prepare_for_inference(precision="int8")`: dynamic int8 decoder linears (torch.ao, fbgemm)
     hf              Hugging Face MarianMTModel.generate (same shape, KV cache)
     ct2-float32     CTranslate2 on the converted Marian model
     ct2-int8        the same, int8 weights
@@ -54,8 +55,8 @@ from aiayn.io import read_text_file
 from aiayn.kernels import onednn_available, prepare_for_inference
 from aiayn.model import Transformer
 
-SYSTEMS = ("ours", "ours-plain", "ours-uncached", "ours-int8", "hf", "ct2-float32", "ct2-int8")
-OURS_REUSING_MEMORY = ("ours", "ours-uncached", "ours-int8")  # as Translator.from_pretrained sets them up
+SYSTEMS = ("ours", "ours-plain", "ours-uncached", "ours-bf16", "ours-int8", "hf", "ct2-float32", "ct2-int8")
+OURS_REUSING_MEMORY = ("ours", "ours-uncached", "ours-bf16", "ours-int8")  # as Translator.from_pretrained sets them up
 PEER_PACKAGES = {"hf": "transformers", "ct2-float32": "ctranslate2", "ct2-int8": "ctranslate2"}
 OP_KINDS = {  # torch.profiler op name -> kind of work, for the profile summary
     "matmul, oneDNN packed": ("mkldnn::_linear_pointwise",),
@@ -145,7 +146,7 @@ def run_ours(model: Transformer, src: torch.Tensor, beam: int, length: int, use_
 
 def _product(path: str, x: torch.Tensor, weight: torch.Tensor):
     """x @ weight^T through torch's default float32 path or through oneDNN with the weight packed once."""
-    if path == "torch":
+    if path in ("torch", "bf16"):
         return lambda: torch.nn.functional.linear(x, weight)
     packed = torch.ops.mkldnn._reorder_linear_weight(weight, x.size(0))
     return lambda: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
@@ -153,13 +154,14 @@ def _product(path: str, x: torch.Tensor, weight: torch.Tensor):
 
 def matmul_rate(rows: int, d_model: int, d_ff: int, vocab: int, repeats: int = 20) -> dict[str, float]:
     """GFLOP/s of the decoder's largest products, [rows, d_model] x [d_model, d_ff] and x [d_model, V], through
-    torch's default float32 path ("torch": MKL on x86) and oneDNN with packed weights ("onednn": what
-    `prepare_for_inference` chooses on CPU), each the best of `repeats`."""
+    torch's default float32 path ("torch": MKL on x86), oneDNN with packed weights ("onednn": what
+    `prepare_for_inference` chooses on CPU) and bf16 ("bf16": torch's bf16 product), each the best of `repeats`."""
     rates = {}
-    for path in ("torch", "onednn") if onednn_available() else ("torch",):
+    for path in ("torch", "onednn", "bf16") if onednn_available() else ("torch", "bf16"):
         seconds = 0.0
         for n in (d_ff, vocab):
-            fn = _product(path, torch.randn(rows, d_model), torch.randn(n, d_model))
+            dtype = torch.bfloat16 if path == "bf16" else torch.float32
+            fn = _product(path, torch.randn(rows, d_model, dtype=dtype), torch.randn(n, d_model, dtype=dtype))
             fn()
             times = []
             for _ in range(repeats):
@@ -203,7 +205,8 @@ def build_system(system: str, config: ModelConfig, tokenizer: Tokenizer, args: a
         model = Transformer(config).eval()
         if system == "ours-plain":
             return model
-        model, runtime = prepare_for_inference(model, int8=system == "ours-int8")
+        precision = {"ours-int8": "int8", "ours-bf16": "bf16"}.get(system, "auto")  # ours: what auto picks
+        model, runtime = prepare_for_inference(model, precision=precision)
         print(f"{system}: {runtime.describe()}", file=sys.stderr)
         return model
     marian = HuggingFaceMarian(config, seed=args.seed)
@@ -299,11 +302,13 @@ def measure_size(
     mean_src = round(statistics.fmean(map(len, sources))) + 1
     for beam in beams:
         rates = matmul_rate(len(sources) * beam, config.d_model, config.d_ff, config.tgt_vocab_size)
-        rate = max(rates.values())  # the machine's: the faster of the two float32 paths
+        float32 = max(v for k, v in rates.items() if k != "bf16")  # the faster of the two float32 paths
         for length in lengths:
             flops = ours.flops_per_token(mean_src, length)["decoder_per_target_token"]
             for system in wanted:
                 seconds, count = best[(beam, length, system)]
+                bf16 = system == "ours-bf16" or (system == "ours" and ours.output_weight().dtype == torch.bfloat16)
+                rate = rates["bf16"] if bf16 else float32  # the floor at the precision the system ran in
                 rows.append(
                     {
                         "size": size,

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from aiayn.kernels import cpu_features
+
 
 def time_call(
     fn: Callable[[], object], min_repeats: int = 3, max_repeats: int = 20, min_total_s: float = 0.3, warmup: int = 1
@@ -70,7 +72,7 @@ def machine() -> dict[str, object]:
     """Where the numbers were measured."""
     return {
         "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
+        "processor": cpu_features().describe(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),

@@ -269,7 +269,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--length", type=int, default=32, help="longest sentence; lengths vary by 4 (default: 32)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
-    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="autocast (default: fp32)")
+    parser.add_argument(
+        "--precision", choices=("auto", "fp32", "bf16"), default="fp32",
+        help="autocast for every implementation (default: fp32; auto: what train.precision=auto picks here)",
+    )  # fmt: skip
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per measurement (default: 1)")
     parser.add_argument("--steps", type=int, default=6, help="timed steps of each model, in turn (default: 6)")
     parser.add_argument("--compile", action="store_true", help="torch.compile every model's forward + loss")
@@ -279,6 +282,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.precision == "auto":
+        from aiayn.kernels import resolve_precision
+
+        args.precision = "bf16" if resolve_precision("auto", torch.device(args.device)) == torch.bfloat16 else "fp32"
+        print(f"bench training: precision auto -> {args.precision}", file=sys.stderr)
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     impls = [i.strip() for i in args.impls.split(",") if i.strip() and _available(i.strip())]
     keys = ("vocab", "batch", "length", "threads", "device", "precision", "warmup", "steps")

@@ -67,6 +67,12 @@ def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--seed", type=int, default=DEFAULTS.seed, help="random seed of sampling")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default: cpu)")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "float32", "bf16", "int8"),
+        default=DEFAULTS.precision,
+        help="weights' arithmetic; auto: bf16 where the CPU has native bf16 matrix units, else float32",
+    )
 
 
 def decode_overrides(args: argparse.Namespace, nbest: int = 1) -> dict[str, object]:
@@ -87,6 +93,7 @@ def decode_overrides(args: argparse.Namespace, nbest: int = 1) -> dict[str, obje
         top_k=args.top_k,
         top_p=args.top_p,
         seed=args.seed,
+        precision=args.precision,
     )
 
 
@@ -97,6 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", type=Path, help="write here, atomically (default: stdout)")
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses per line, as 'I ||| HYP ||| SCORE' lines")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or warnings on stderr")
+    parser.add_argument("--verbose", action="store_true", help="say on stderr which fast paths were chosen")
     add_decode_arguments(parser)
 
 
@@ -211,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
     lines, name = read_lines(args.input)
     overrides = decode_overrides(args, nbest=args.nbest)
     translator = Translator.from_pretrained(args.model, device=args.device, **overrides)
+    if args.verbose and translator.runtime is not None:
+        print(f"aiayn translate: {translator.runtime.describe()}", file=sys.stderr)
     progress = args.input is not None and not args.quiet
     results = translate_lines(translator, lines, name, args.quiet, progress)
     text = format_output(results, args.nbest)
