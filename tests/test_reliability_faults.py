@@ -56,15 +56,19 @@ def _write(kind: str, root: str, k: int, after: bool, record: str | None = None)
         ckpt.save_checkpoint(root_path / "run", ckpt.BEST_NAME, Transformer(tiny_config()), {"step": 2}, None, state)
     elif kind == "prepare":
         corpus = root_path / "corpus"
-        prepare("en", "de", corpus / "train", corpus / "valid", root_path / "bin", 100, force=True, threads=1,
+        prepare("en", "de", corpus / "train", corpus / "valid", root_path / "bin", 500, force=True, threads=1,
                 progress=False, log=lambda _: None)  # fmt: skip
     else:
         ckpt.write_average(ckpt.list_checkpoints(root_path / "run"), root_path / "avg")
     os._exit(0)
 
 
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload([__name__])  # the server imports torch and aiayn once; each writer is a fork
+
+
 def _run_killed(kind: str, root: Path, k: int, after: bool, record: Path | None = None) -> int:
-    context = multiprocessing.get_context("forkserver")
+    context = _CONTEXT
     process = context.Process(target=_write, args=(kind, str(root), k, after, record and str(record)))
     process.start()
     process.join(120)
@@ -107,7 +111,7 @@ def kill_points(kind: str, root: Path) -> list[tuple[int, bool]]:
 def root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("faults")
     (root / "corpus").mkdir()
-    for split, name, n in (("train", "train", 120), ("val", "valid", 10)):
+    for split, name, n in (("train", "train", 300), ("val", "valid", 10)):
         for lang in ("en", "de"):
             with (multi30k_dir() / f"{split}.{lang}").open(encoding="utf-8") as handle:
                 text = "".join(next(handle) for _ in range(n))
@@ -166,7 +170,7 @@ def test_a_full_disk_fails_each_writer_cleanly(root: Path, tmp_path: Path, monke
         ckpt.write_average(ckpt.list_checkpoints(root / "run"), root / "avg")
     corpus = root / "corpus"
     args = ["prepare", "--src-lang", "en", "--tgt-lang", "de", "--train", str(corpus / "train"), "--valid",
-            str(corpus / "valid"), "--vocab-size", "100", "--out", str(tmp_path / "bin"), "--quiet", "--threads", "1"]
+            str(corpus / "valid"), "--vocab-size", "500", "--out", str(tmp_path / "bin"), "--quiet", "--threads", "1"]
     assert main(args) == 1
     message = capsys.readouterr().err.strip()
     assert message.count("\n") == 0 and "no space left" in message.lower(), message
@@ -192,5 +196,5 @@ def test_a_library_error_on_a_full_disk_is_reported_as_a_full_disk(root: Path, t
     monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9 - 100, 100))
     corpus = root / "corpus"
     with pytest.raises(OSError, match="no space left"):
-        prepare("en", "de", corpus / "train", corpus / "valid", tmp_path / "bin", 100, threads=1, progress=False,
+        prepare("en", "de", corpus / "train", corpus / "valid", tmp_path / "bin", 500, threads=1, progress=False,
                 log=lambda _: None)  # fmt: skip

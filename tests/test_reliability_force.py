@@ -20,9 +20,9 @@ QUIET = dict(threads=1, progress=False, log=lambda _: None)
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    """train/valid.{en,de}: 200 and 20 Multi30k lines, in a folder of their own."""
+    """train/valid.{en,de}: 300 and 20 Multi30k lines, in a folder of their own."""
     root = tmp_path_factory.mktemp("corpus")
-    for split, name, n in (("train", "train", 200), ("val", "valid", 20)):
+    for split, name, n in (("train", "train", 300), ("val", "valid", 20)):
         for lang in ("en", "de"):
             with (multi30k_dir() / f"{split}.{lang}").open(encoding="utf-8") as handle:
                 (root / f"{name}.{lang}").write_text("".join(next(handle) for _ in range(n)), encoding="utf-8")
@@ -30,7 +30,7 @@ def corpus(tmp_path_factory) -> Path:
 
 
 def prep(corpus: Path, out: Path, force: bool = False) -> dict:
-    return prepare("en", "de", corpus / "train", corpus / "valid", out, 120, force=force, **QUIET)
+    return prepare("en", "de", corpus / "train", corpus / "valid", out, 500, force=force, **QUIET)
 
 
 def test_prepare_force_replaces_its_own_output_only(corpus: Path, tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ def test_prepare_force_refuses_an_output_that_holds_its_input(corpus: Path, tmp_
     for name in corpus.iterdir():
         (out / "raw" / name.name).write_bytes(name.read_bytes())
     with pytest.raises(FileExistsError, match="an input of this command"):
-        prepare("en", "de", out / "raw" / "train", out / "raw" / "valid", out, 120, force=True, **QUIET)
+        prepare("en", "de", out / "raw" / "train", out / "raw" / "valid", out, 500, force=True, **QUIET)
     assert (out / "raw" / "train.en").is_file()
 
 

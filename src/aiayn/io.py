@@ -153,44 +153,45 @@ def check_replaceable(
             raise FileExistsError(f"{label} holds {path}, an input of this command; --force will not delete it")
 
 
+def owned_prefix(prefix: str) -> str:
+    """`prefix` + this process's pid + "-": the name start of a temporary directory `clean_stale_temporaries`
+    can tell the owner of (`tempfile.mkdtemp(prefix=owned_prefix(".out.tmp-"))`)."""
+    return f"{prefix}{os.getpid()}-"
+
+
 def clean_stale_temporaries(parent: str | Path, prefix: str) -> list[Path]:
-    """Remove directories `parent/prefix*` left by killed runs: only those whose owner (the pid recorded by
-    `mark_owner`) is no longer alive, so a concurrent run's temporary directory is never touched."""
+    """Remove directories `parent/PREFIX<pid>-*` (`owned_prefix`) left by killed runs: only those whose owner
+    process is gone, so a concurrent run's temporary directory is never touched. A directory of the older
+    layout (no pid in its name) is removed once it is a minute old."""
     parent, removed = Path(parent), []
     if not parent.is_dir():
         return removed
     for path in parent.iterdir():
         if not path.name.startswith(prefix) or path.is_symlink() or not path.is_dir():
             continue
-        try:
-            pid = int((path / OWNER_FILE).read_text().strip())
-        except (OSError, ValueError):
-            pid = None  # no owner yet: being created right now, or from an older aiayn; old enough -> stale
-            if time.time() - path.lstat().st_mtime < 3600:
-                continue
-        if pid is not None and _alive(pid):
+        owner = path.name[len(prefix) :].partition("-")[0]
+        if owner.isdigit() and _alive(int(owner)):
+            continue
+        if not owner.isdigit() and time.time() - path.lstat().st_mtime < 60:
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
 
 
-OWNER_FILE = ".owner-pid"
-
-
-def mark_owner(tmp: str | Path) -> None:
-    """Record this process as the owner of temporary directory `tmp` (see `clean_stale_temporaries`)."""
-    (Path(tmp) / OWNER_FILE).write_text(f"{os.getpid()}\n")
-
-
 def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, dead but not yet reaped, counts as gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError):
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def read_text_lines(data: bytes, name: str) -> list[str]:
@@ -239,14 +240,13 @@ def swap_dir(tmp: str | Path, final: str | Path) -> None:
 
 
 __all__ = [
-    "OWNER_FILE",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
     "check_replaceable",
     "clean_stale_temporaries",
     "json_format",
-    "mark_owner",
+    "owned_prefix",
     "read_text_file",
     "read_text_lines",
     "fsync_dir",

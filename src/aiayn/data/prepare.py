@@ -30,13 +30,12 @@ from aiayn.data.binarized import FORMAT_NAME, FORMAT_VERSION, META_FILENAME, Sid
 from aiayn.data.corpus import OddBreaks, PairReport, check_parallel, classify_pair, read_parallel, side_path
 from aiayn.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, TOKENIZER_FILENAME, UNK_ID, Tokenizer
 from aiayn.io import (
-    OWNER_FILE,
     atomic_write_text,
     check_replaceable,
     clean_stale_temporaries,
     fsync_dir,
     fsync_file,
-    mark_owner,
+    owned_prefix,
     recover_swap,
     swap_dir,
 )
@@ -117,9 +116,9 @@ def prepare(
     out.parent.mkdir(parents=True, exist_ok=True)
     for stale in clean_stale_temporaries(out.parent, f".{out.name}.tmp-"):
         log(f"removed {stale}, left by a killed prepare")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    # the pid in its name: a later prepare removes this directory only once this process is gone
+    tmp = Path(tempfile.mkdtemp(prefix=owned_prefix(f".{out.name}.tmp-"), dir=out.parent))
     try:
-        mark_owner(tmp)  # a later prepare removes this directory only once this process is gone
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result should read like any other directory
         started = time.perf_counter()
         train_files = [side_path(splits["train"], src_lang), side_path(splits["train"], tgt_lang)]
@@ -158,7 +157,6 @@ def prepare(
         text = json.dumps(meta, indent=2, ensure_ascii=False) + "\n"
         for path in tmp.iterdir():  # every file on disk before the directory is renamed into place
             fsync_file(path)
-        (tmp / OWNER_FILE).unlink(missing_ok=True)
         atomic_write_text(tmp / META_FILENAME, text)
         fsync_dir(tmp)
         swap_dir(tmp, out)  # an existing `out` (--force) is swapped out, then removed

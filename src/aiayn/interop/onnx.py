@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import torch
@@ -94,6 +95,15 @@ def _names(layers: int, prefix: str, cross: bool) -> list[str]:
     return names
 
 
+def _export(*args, **kwargs) -> None:
+    """torch.onnx.export (TorchScript tracing), quiet about what is constant here by construction: the
+    Python-level checks it warns about (g > 1 rows per key row, sqrt(d_k)), and its own deprecation."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        torch.onnx.export(*args, **kwargs)
+
+
 def export_onnx(model_dir: str | Path, out_dir: str | Path, opset: int = 17) -> Path:
     """Write the three graphs (module docstring) and the tokenizer files of `model_dir` into `out_dir`."""
     model_dir, out_dir = Path(model_dir), Path(out_dir)
@@ -113,7 +123,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, opset: int = 17) -> 
     step_ids = torch.full((2, 1), c.decoder_start_id)
     batch = {0: "batch"}
     export = dict(opset_version=opset, dynamo=False, do_constant_folding=True)
-    torch.onnx.export(
+    _export(
         EncoderGraph(model), (src,), str(out_dir / "encoder_model.onnx"), input_names=["input_ids"],
         output_names=["last_hidden_state"],
         dynamic_axes={"input_ids": {0: "batch", 1: "source"}, "last_hidden_state": {0: "batch", 1: "source"}},
@@ -123,7 +133,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, opset: int = 17) -> 
     axes = {"input_ids": batch, "encoder_attention_mask": {0: "batch", 1: "source"},
             "encoder_hidden_states": {0: "batch", 1: "source"}, "logits": batch}
     axes.update({name: {0: "batch", 2: "source" if ".encoder." in name else "past"} for name in present})
-    torch.onnx.export(
+    _export(
         DecoderStepGraph(model, with_past=False), (step_ids, mask, hidden), str(out_dir / "decoder_model.onnx"),
         input_names=["input_ids", "encoder_attention_mask", "encoder_hidden_states"],
         output_names=["logits", *present], dynamic_axes=axes, **export,
@@ -133,7 +143,7 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, opset: int = 17) -> 
     axes = {"input_ids": batch, "encoder_attention_mask": {0: "batch", 1: "source"}, "logits": batch}
     axes.update({name: {0: "batch", 2: "source" if ".encoder." in name else "past"} for name in past_names})
     axes.update({name: {0: "batch", 2: "past_plus_one"} for name in present_self})
-    torch.onnx.export(
+    _export(
         DecoderStepGraph(model, with_past=True), (step_ids, mask, *first[1:]),
         str(out_dir / "decoder_with_past_model.onnx"),
         input_names=["input_ids", "encoder_attention_mask", *past_names], output_names=["logits", *present_self],

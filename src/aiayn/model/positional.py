@@ -30,14 +30,14 @@ def sinusoidal_encoding(
 ) -> Tensor:
     """Return PE for positions offset .. offset+num_positions-1 as a [num_positions, d_model] tensor."""
     position = torch.arange(offset, offset + num_positions, dtype=torch.float64).unsqueeze(1)  # [P, 1]
-    if frequencies == "paper":  # 1 / 10000^(2i / d_model)
-        inverse = 1.0 / torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
-    elif frequencies == "fairseq":  # exp(-i * ln(10000) / (half - 1)), fairseq's SinusoidalPositionalEmbedding
+    if frequencies == "paper":  # pos / 10000^(2i / d_model), as written
+        two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # [d_model/2]
+        angle = position / torch.pow(10000.0, two_i / d_model)  # [P, d_model/2]
+    elif frequencies == "fairseq":  # pos * exp(-i * ln(10000) / (half - 1)), fairseq's SinusoidalPositionalEmbedding
         half = d_model // 2
-        inverse = torch.exp(torch.arange(half, dtype=torch.float64) * -(math.log(10000.0) / (half - 1)))
+        angle = position * torch.exp(torch.arange(half, dtype=torch.float64) * -(math.log(10000.0) / (half - 1)))
     else:
         raise ValueError(f"unknown positional frequencies {frequencies!r}; choose 'paper' or 'fairseq'")
-    angle = position * inverse  # [P, d_model/2]
     pe = torch.empty(num_positions, d_model, dtype=torch.float64)
     if layout == "interleaved":
         pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)

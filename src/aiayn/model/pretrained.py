@@ -149,7 +149,7 @@ def read_config(model_dir: str | Path) -> tuple[ModelConfig, dict[str, Any]]:
     path = model_dir / CONFIG_FILE
     if not model_dir.exists():
         olds = sorted(model_dir.parent.glob(f".{model_dir.name}.old-*")) if model_dir.parent.is_dir() else []
-        hint = f"; an interrupted replacement left {olds[0]}, which the next command writing it restores" * bool(olds)
+        hint = f"; an interrupted replacement left {olds[0]}, which the next writer restores" if olds else ""
         raise ModelDirectoryError(f"{model_dir}: not a model directory (it does not exist){hint}")
     if not model_dir.is_dir():
         raise ModelDirectoryError(f"{model_dir}: is a file, not a model directory (which holds {CONFIG_FILE})")
@@ -197,6 +197,34 @@ def read_weights(
 ) -> dict[str, torch.Tensor]:
     """The stored tensors of a model directory, verified: config, size, SHA-256, dtypes as recorded, finite
     values, names and shapes against the configuration (from the file's header, before reading the data)."""
+    return _load_verified(model_dir, map_location, cls)[2]
+
+
+# The sinusoid table (max_positions x d_model, float64 while computed) is built in memory, never stored.
+MAX_TABLE_NUMBERS = 1 << 26
+
+
+def least_weight_bytes(config: ModelConfig) -> int:
+    """A lower bound on the bytes of a model file for `config` (2-byte numbers): eq. 2's two matrices and the
+    attention projections of every layer, one embedding matrix and a learned position table."""
+    attention = 2 * config.d_model * config.h * (config.d_k + config.d_v)  # W^Q, W^K, W^V, W^O
+    layers = (config.N + config.decoder_layers) * 2 * config.d_model * config.d_ff
+    layers += (config.N + 2 * config.decoder_layers) * attention  # the decoder has self- and cross-attention
+    tables = min(config.src_vocab_size, config.tgt_vocab_size) * config.d_model
+    if config.positional == "learned":
+        tables += config.max_positions * config.d_model
+    return 2 * (layers + tables)
+
+
+def _load_verified(
+    model_dir: str | Path, map_location: str | torch.device, cls: type[Transformer] | None
+) -> tuple[ModelConfig, dict[str, Any], dict[str, torch.Tensor], Transformer]:
+    """config, document, verified tensors, and a model built for the config (its weights not loaded yet).
+
+    Before anything is allocated, the config is bounded by the file: it may not imply more bytes of weights
+    than the file holds (`least_weight_bytes`), so building it costs at most about what loading the file does;
+    then the names, shapes and dtypes the built model has are compared with the header, before the data is read.
+    """
     from aiayn.model.transformer import Transformer
 
     model_dir = Path(model_dir)
@@ -210,15 +238,18 @@ def read_weights(
             f"{path}: {path.stat().st_size} bytes, but {CONFIG_FILE} records {weights['bytes']} (truncated or replaced)"
         )
     found = _read_header(path)
-    # eq. 2's two matrices per layer and one embedding, at 2 bytes a number at least: a config that implies
-    # more than the file holds is refused before even the meta-device model is built
-    least = 2 * (2 * (config.N + config.decoder_layers) * config.d_model * config.d_ff
-                 + min(config.src_vocab_size, config.tgt_vocab_size) * config.d_model)  # fmt: skip
+    least = least_weight_bytes(config)
     if least > weights["bytes"]:
         raise ModelDirectoryError(
             f"{path}: {CONFIG_FILE} implies at least {least} bytes of weights, the file has {weights['bytes']}"
         )
-    expected = _expected_tensors(cls or Transformer, config, document["format_version"])
+    if config.positional == "sinusoidal" and config.max_positions * config.d_model > MAX_TABLE_NUMBERS:
+        raise ModelDirectoryError(
+            f"{model_dir / CONFIG_FILE}: model.max_positions x model.d_model = {config.max_positions * config.d_model}"
+            f" exceeds {MAX_TABLE_NUMBERS} (the sinusoid table is built in memory)"
+        )
+    model = (cls or Transformer)(config)
+    expected = _expected_tensors(model, document["format_version"])
     _check_header(path, found, expected, weights.get("dtype"))
     if sha256_file(path) != weights["sha256"]:
         raise ModelDirectoryError(f"{path}: checksum mismatch with {CONFIG_FILE}; the file is corrupt or replaced")
@@ -229,19 +260,13 @@ def read_weights(
     for name, tensor in tensors.items():
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise ModelDirectoryError(f"{path}: weight {name} holds NaN or infinite values; refusing to use it")
-    return tensors
+    return config, document, tensors, model
 
 
-def _expected_tensors(cls: type[Transformer], config: ModelConfig, version: int) -> dict[str, tuple[tuple, bool]]:
-    """{stored name: (shape, is floating)} the configuration implies, from a model built on the meta device."""
-    with torch.device("meta"):  # shapes only: nothing is allocated, whatever the config says
-        model = cls(config)
-    expected: dict[str, tuple[tuple, bool]] = {}
-    seen: set[int] = set()  # tied parameters are one object (meta tensors have no storage to compare)
-    for name, tensor in model.state_dict(keep_vars=True).items():
-        if id(tensor) not in seen:
-            seen.add(id(tensor))
-            expected[name] = (tuple(tensor.shape), tensor.is_floating_point())
+def _expected_tensors(model: torch.nn.Module, version: int) -> dict[str, tuple[tuple, bool]]:
+    """{stored name: (shape, is floating)} of a model as `save_model` stores it (format 1: fused in_proj)."""
+    stored, _ = _unique_state(model)
+    expected = {name: (tuple(t.shape), t.is_floating_point()) for name, t in stored.items()}
     if version == 1:  # the fused layout: in_proj = [W^Q; W^K; W^V] rows, out_proj = W^O
         fused: dict[str, tuple[tuple, bool]] = {}
         for name, (shape, floating) in expected.items():
@@ -292,13 +317,10 @@ def _check_header(
 
 
 def load_model(cls: type[Transformer], model_dir: str | Path, map_location: str | torch.device = "cpu") -> Transformer:
-    """Build the model from config.json and load model.safetensors, all verified by `read_weights` first."""
-    model_dir = Path(model_dir)
-    config, document = read_config(model_dir)
-    tensors = read_weights(model_dir, map_location, cls)
+    """Build the model from config.json and load model.safetensors, all verified first (`read_weights`)."""
+    config, document, tensors, model = _load_verified(model_dir, map_location, cls)
     if document["format_version"] == 1:
         tensors = upgrade_v1(tensors, config)
-    model = cls(config)
     _, aliases = _unique_state(model)
     model.load_state_dict({**tensors, **{alias: tensors[name] for alias, name in aliases.items()}})
     return model.to(map_location)

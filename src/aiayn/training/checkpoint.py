@@ -32,7 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from aiayn.data.tokenizer import TOKENIZER_FILENAME as TOKENIZER_FILE
-from aiayn.io import OWNER_FILE, clean_stale_temporaries, mark_owner, recover_swap, sha256_file, swap_dir
+from aiayn.io import clean_stale_temporaries, owned_prefix, recover_swap, sha256_file, swap_dir
 from aiayn.model.pretrained import CONFIG_FILE, ModelDirectoryError, read_config, read_weights, save_model, upgrade_v1
 
 TRAINING_STATE = "training_state.pt"
@@ -88,9 +88,8 @@ def save_checkpoint(
     check_finite_weights(model, str(run_dir / name))
     run_dir.mkdir(parents=True, exist_ok=True)
     clean_stale_temporaries(run_dir, f".tmp-{name}-")  # left by a killed writer (its process is gone)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{name}-", dir=run_dir))
+    tmp = Path(tempfile.mkdtemp(prefix=owned_prefix(f".tmp-{name}-"), dir=run_dir))
     try:
-        mark_owner(tmp)
         info = dict(info)
         if training_state is not None:
             with open(tmp / TRAINING_STATE, "wb") as handle:
@@ -102,7 +101,6 @@ def save_checkpoint(
         if tokenizer_path is not None:
             shutil.copyfile(tokenizer_path, tmp / TOKENIZER_FILE)
         save_model(model, tmp, extra={"checkpoint": info})  # type: ignore[arg-type]
-        (tmp / OWNER_FILE).unlink()
         os.chmod(tmp, 0o755)
         swap_dir(tmp, run_dir / name)
     except BaseException:
