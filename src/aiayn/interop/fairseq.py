@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from aiayn.config import ConfigError, ModelConfig
-from aiayn.interop.marian import InteropError, _build
+from aiayn.interop.marian import InteropError, _build, copy_layers
 from aiayn.model.pretrained import save_model
 
 FAIRSEQ_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # fairseq.data.Dictionary's first four ids
@@ -186,16 +186,10 @@ def fairseq_state(weights: dict[str, Tensor], config: ModelConfig) -> dict[str, 
         if not torch.equal(table, decoder_table):
             raise InteropError("encoder and decoder learned positions differ: aiayn shares one table")
         state["positions.weight"] = table
-    for stack, count in (("encoder", config.N), ("decoder", config.decoder_layers)):
-        for i in range(count):
-            for theirs, ours in LAYER_NAMES.items():
-                if stack == "encoder" and theirs.startswith("encoder_attn"):
-                    continue
-                for kind in ("weight", "bias"):
-                    state[f"{stack}.layers.{i}.{ours}.{kind}"] = take(f"{stack}.layers.{i}.{theirs}.{kind}")
-        if config.norm_first:
-            for kind in ("weight", "bias"):
-                state[f"{stack}.final_norm.{kind}"] = take(f"{stack}.layer_norm.{kind}")
+    copy_layers(state, take, config, LAYER_NAMES)
+    for stack in ("encoder", "decoder") if config.norm_first else ():
+        for kind in ("weight", "bias"):
+            state[f"{stack}.final_norm.{kind}"] = take(f"{stack}.layer_norm.{kind}")
     unused = sorted(k for k in weights if k not in used)
     if unused:
         raise InteropError(f"weights aiayn would not use (a different architecture?): {unused[:5]}")

@@ -66,6 +66,18 @@ LAYER_NAMES = {  # Hugging Face Marian layer module -> ours
 
 # --- reading a Marian directory -----------------------------------------------------------------------------
 
+def copy_layers(state: dict, take: Any, config: ModelConfig, names: dict[str, str]) -> None:
+    """state[ours] = take(theirs) for every encoder and decoder layer's weights and biases; `names` maps their
+    per-layer module names to ours (encoder layers have no encoder_attn)."""
+    for stack, count in (("encoder", config.N), ("decoder", config.decoder_layers)):
+        for i in range(count):
+            for theirs, ours in names.items():
+                if stack == "encoder" and theirs.startswith("encoder_attn"):
+                    continue
+                for kind in ("weight", "bias"):
+                    state[f"{stack}.layers.{i}.{ours}.{kind}"] = take(f"{stack}.layers.{i}.{theirs}.{kind}")
+
+
 def resolve_source(source: str | Path) -> Path:
     """A local MarianMTModel directory, or a hub id downloaded with huggingface_hub (network needed)."""
     path = Path(source)
@@ -175,13 +187,7 @@ def marian_state(weights: dict[str, Tensor], hf: dict[str, Any], config: ModelCo
     bias = weights.get("final_logits_bias")
     used.add("final_logits_bias")
     state["final_logits_bias"] = (torch.zeros(config.tgt_vocab_size) if bias is None else bias.reshape(-1)).float()
-    for stack, count in (("encoder", config.N), ("decoder", config.decoder_layers)):
-        for i in range(count):
-            for theirs, ours in LAYER_NAMES.items():
-                if stack == "encoder" and theirs.startswith("encoder_attn"):
-                    continue
-                for kind in ("weight", "bias"):
-                    state[f"{stack}.layers.{i}.{ours}.{kind}"] = take(f"{stack}.layers.{i}.{theirs}.{kind}")
+    copy_layers(state, take, config, LAYER_NAMES)
     unused = sorted(k for k in weights if k not in used)
     if unused:
         raise InteropError(f"weights aiayn would not use (a different architecture?): {unused[:5]}")
