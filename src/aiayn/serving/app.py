@@ -269,6 +269,7 @@ def create_app(service: Service) -> FastAPI:
                     "name": m.name,
                     "parameters": sum(p.numel() for p in m.translator.model.parameters()),
                     "vocabulary": m.translator.tokenizer.vocab_size,
+                    "target_vocabulary": m.translator.target_tokenizer.vocab_size,
                     "source_limit_tokens": m.translator.source_limit(),
                     "config": m.translator.model.config.to_dict(),
                     "decode": dataclasses.asdict(m.translator.config),

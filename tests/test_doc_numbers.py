@@ -1,0 +1,91 @@
+"""Numbers quoted in docs/RESULTS.md and docs/walkthrough.md come from the tools: parameter counts from the model
+the config builds (what `aiayn info` prints), updates, epochs and validation figures from the committed
+metrics.jsonl, test BLEU from the committed output of scripts/multi30k_results.sh."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from aiayn.config import load_run_config
+from aiayn.model import Transformer
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def parameters(config: str, vocab: int = 8000) -> int:
+    model = load_run_config(CONFIGS / config).model.with_overrides(src_vocab_size=vocab, tgt_vocab_size=vocab)
+    return Transformer(model).num_parameters()
+
+
+def records(name: str) -> list[dict]:
+    return [json.loads(line) for line in (DOCS / name).read_text().splitlines() if line.strip()]
+
+
+def number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+@pytest.mark.parametrize("doc", ["RESULTS.md", "walkthrough.md"])
+def test_multi30k_tiny_parameter_count_is_the_models(doc: str) -> None:
+    text = (DOCS / doc).read_text()
+    quoted = re.findall(r"([\d,.]+M?) parameters", text.split("configs/multi30k-wu.yaml")[0])
+    assert quoted, f"{doc} quotes no parameter count"
+    assert number(quoted[0]) == parameters("multi30k-tiny.yaml")
+
+
+def test_multi30k_tiny_updates_epochs_and_validation_bleu_are_the_metrics() -> None:
+    text = (DOCS / "RESULTS.md").read_text()
+    metrics = records("multi30k-tiny.metrics.jsonl")
+    end = next(r for r in metrics if r["kind"] == "end")
+    # validation runs at each epoch end (valid_every 0) and once more when the run stops mid-epoch
+    epochs = sum(1 for r in metrics if r["kind"] == "valid" and r["step"] < end["step"])
+    claim = re.search(r"- ([\d,]+) updates, (\d+) epochs", text)
+    assert claim, "RESULTS.md: the training paragraph of the multi30k-tiny run is missing"
+    assert number(claim.group(1)) == end["step"]
+    assert int(claim.group(2)) == epochs
+    bleu = re.search(r"every (\d+) updates: ([\d.,\s]+)\(the last", text)
+    assert bleu
+    quoted = [float(x) for x in re.sub(r"\s", "", bleu.group(2)).strip(",").split(",") if x]
+    measured = [round(r["bleu"], 1) for r in metrics if r["kind"] == "bleu"]
+    assert quoted == measured
+    best_ppl = min(r["ppl"] for r in metrics if r["kind"] == "valid")
+    assert f"{best_ppl:.2f} at" in text
+
+
+def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
+    """{(model, 'raw'|'lc-tok'): BLEU} from scripts/multi30k_results.sh's output."""
+    scores: dict[tuple[str, str], float] = {}
+    model = kind = ""
+    for line in path.read_text().splitlines():
+        header = re.match(r"== \S*/([\w-]+): (raw|lowercased)", line)
+        if header:
+            model, kind = header.group(1), "raw" if header.group(2) == "raw" else "lc-tok"
+            continue
+        bleu = re.match(r"BLEU[^=]*= ([\d.]+)", line)
+        if bleu and model:
+            scores[(model, kind)] = float(bleu.group(1))
+            model = ""
+    return scores
+
+
+def test_recipe_bleu_quoted_is_the_results_file() -> None:
+    results = DOCS / "multi30k-wu.results.txt"
+    if not results.exists():
+        pytest.skip("the multi30k-wu recipe has not been run and committed yet")
+    scores = results_file_scores(results)
+    assert scores, "docs/multi30k-wu.results.txt holds no BLEU lines"
+    text = (DOCS / "RESULTS.md").read_text()
+    for (model, kind), bleu in scores.items():
+        row = re.search(rf"\| \*?\*?`{model}`[^\n]*", text)
+        assert row, f"RESULTS.md has no row for {model}"
+        assert f"{bleu:.2f}" in row.group(0), f"RESULTS.md's {model} row does not quote {kind} BLEU {bleu:.2f}"
+    metrics = records("multi30k-wu.metrics.jsonl")
+    end = next(r for r in metrics if r["kind"] == "end")
+    assert f"{end['step']:,} updates" in text
+    wu = text.split("configs/multi30k-wu.yaml", 1)[1]
+    assert f"{parameters('multi30k-wu.yaml'):,} parameters" in wu
