@@ -15,7 +15,7 @@ import os
 import sys
 
 COMMANDS = ("info", "prepare", "train", "average", "demo", "translate", "evaluate", "visualize", "bench", "serve",
-            "import", "export")
+            "import", "export", "ablate")
 MODULES = {"import": "import_"}  # a subcommand whose name is a Python keyword lives in <name>_.py
 
 
