@@ -33,7 +33,8 @@ def test_ours_cached_uncached_plain(model_dir, tmp_path, capsys, isolate: bool):
     }
     assert all(r["tokens_per_s"] > 0 and r["floor_tokens_per_s"] > 0 for r in rows)
     assert {r["sentences"] for r in rows if r["system"] == "ours-uncached"} == {2}
-    assert "matmul, oneDNN packed" in report["profile"]["tiny"]["by_kind_s"]
+    # the products are found and classed (oneDNN packed, or torch's where the load-time measurement kept them)
+    assert any(kind.startswith("matmul, ") for kind in report["profile"]["tiny"]["by_kind_s"])
     assert "| ours-uncached |" in capsys.readouterr().out
 
 

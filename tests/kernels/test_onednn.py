@@ -7,8 +7,10 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from aiayn.kernels import OneDnnLinear, choose_linear, onednn_available, onednn_linear, swap_linears
+from aiayn.kernels.onednn import packed_min_rows
 from aiayn.model import Transformer
 from aiayn.training.loss import label_smoothed_nll_loss
 from tests.conftest import PAD, random_batch, tiny_config
@@ -95,3 +97,20 @@ def test_linear_kernel_setting() -> None:
     assert choose_linear("torch", cpu, torch.float32, sharded=False) == "torch"
     with pytest.raises(ValueError, match="linear kernel onednn"):
         choose_linear("onednn", cpu, torch.bfloat16, sharded=False)
+
+
+def test_min_rows_sends_few_rows_to_f_linear_and_many_to_onednn() -> None:
+    """A packed module runs products of fewer than `min_rows` rows on F.linear (bit for bit) and the rest on
+    oneDNN (equal to rounding); small weights need more rows than large ones."""
+    torch.manual_seed(0)
+    linear = nn.Linear(24, 40)
+    module = OneDnnLinear.from_linear(linear, packed=True)
+    assert module.min_rows == packed_min_rows(40, 24) > 1000  # a 40 x 24 weight: F.linear for any decoding batch
+    module.min_rows = 8
+    with torch.no_grad():
+        few, many = torch.randn(2, 3, 24), torch.randn(4, 3, 24)  # 6 and 12 rows
+        onednn = torch.ops.mkldnn._linear_pointwise(many.reshape(-1, 24), linear.weight, linear.bias, "none", [], "")
+        assert torch.equal(module(few), F.linear(few, linear.weight, linear.bias))
+        assert torch.equal(module(many).reshape(-1, 40), onednn)
+        torch.testing.assert_close(module(many), F.linear(many, linear.weight, linear.bias))
+    assert packed_min_rows(8000, 512) == 1 and packed_min_rows(512, 512) == 4 and packed_min_rows(128, 128) == 1024

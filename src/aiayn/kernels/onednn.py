@@ -7,7 +7,9 @@ AVX-512 where the CPU has it (figures in docs/benchmarks/training.md and decodin
 - with gradients (training): an autograd function whose forward and both backward products call oneDNN;
 - with `packed=True` (inference only) and no gradient: a copy of the weight packed once into oneDNN's blocked
   layout, repacked when the weight is replaced or changed in place. (Not for training: an optimizer's fused
-  in-place update need not bump the version counter the repacking watches.)
+  in-place update need not bump the version counter the repacking watches.) A oneDNN call has a fixed cost
+  that `F.linear` does not pay, so for few rows or a small weight `F.linear` is faster: products of fewer than
+  `min_rows` rows (`packed_min_rows`, by the weight's shape) run on `F.linear`.
 
 Anything else (autocast active, another dtype or device) falls back to `F.linear`.
 """
@@ -104,6 +106,8 @@ class OneDnnLinear(nn.Linear):
         module = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta")
         module.weight, module.bias = linear.weight, linear.bias  # shared, not copied (the meta ones are dropped)
         module.packed = _PackedWeight() if packed else None
+        # packed products of fewer rows run on F.linear
+        module.min_rows = packed_min_rows(linear.out_features, linear.in_features) if packed else 0
         return module
 
     def forward(self, x: Tensor) -> Tensor:
@@ -111,7 +115,31 @@ class OneDnnLinear(nn.Linear):
             return F.linear(x, self.weight, self.bias)
         if self.packed is None or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad)):
             return _OneDnnLinearFunction.apply(x, self.weight, self.bias)
+        if x.numel() < self.min_rows * self.in_features:
+            return F.linear(x, self.weight, self.bias)
         return _mm(x, self.packed.get(self.weight), self.bias)
+
+
+# A oneDNN call costs a fixed ~40 us that F.linear does not pay (2 AVX2 cores, docs/benchmarks/decoding-zen3.md):
+# packed products pay off from about 2^20 multiply-adds when the weight is large enough to profit from the packed
+# layout (>= 2^18 entries, e.g. 512 x 512), and for any weight from 2^24 (large batches).
+_PACKED_MIN_WEIGHT = 1 << 18
+_PACKED_MIN_MACS = 1 << 20
+_ANY_WEIGHT_MIN_MACS = 1 << 24
+
+
+def packed_min_rows(out_features: int, in_features: int) -> int:
+    """The fewest rows from which a packed oneDNN product of this weight shape runs instead of F.linear."""
+    weight = out_features * in_features
+    macs = _PACKED_MIN_MACS if weight >= _PACKED_MIN_WEIGHT else _ANY_WEIGHT_MIN_MACS
+    return -(-macs // weight)
+
+
+def describe_min_rows(module: nn.Module) -> str:
+    """The packed modules' weight shapes with the rows from which they run on oneDNN, '512x128 from 128 rows'."""
+    shapes = sorted({(m.out_features, m.in_features, m.min_rows) for m in module.modules()
+                     if isinstance(m, OneDnnLinear) and m.packed is not None})
+    return ", ".join(f"{o}x{i} {'onednn' if r <= 1 else f'onednn from {r} rows'}" for o, i, r in shapes)
 
 
 def swap_linears(module: nn.Module, packed: bool = False) -> int:
@@ -127,4 +155,11 @@ def swap_linears(module: nn.Module, packed: bool = False) -> int:
     return swapped
 
 
-__all__ = ["OneDnnLinear", "onednn_available", "onednn_linear", "swap_linears"]
+__all__ = [
+    "OneDnnLinear",
+    "describe_min_rows",
+    "onednn_available",
+    "onednn_linear",
+    "packed_min_rows",
+    "swap_linears",
+]

@@ -3,7 +3,8 @@
 - attention: which implementation of eq. (1) each stack uses (`Transformer.set_attention`): "explicit" (the
   formula) or "sdpa" (PyTorch's fused kernel);
 - linear: which kernel float32 `nn.Linear` layers use on CPU: "torch" (`F.linear`) or "onednn"
-  (`aiayn.kernels.onednn.OneDnnLinear`: modules swapped, parameters shared; weights packed for inference);
+  (`aiayn.kernels.onednn.OneDnnLinear`: modules swapped, parameters shared; weights packed for inference,
+  where products of few rows or small weights still run on `F.linear`: `onednn.packed_min_rows`);
 - precision: the training autocast dtype (`resolve_precision`); for decoding the weights' dtype (float32, bf16
   with float32 log-softmax and scores in the searches) or int8 decoder linears (`choose_decode_precision`).
 
@@ -19,7 +20,7 @@ import torch
 
 from aiayn.kernels.cpu_features import CpuFeatures, cpu_features
 from aiayn.kernels.int8 import quantize_int8
-from aiayn.kernels.onednn import onednn_available, swap_linears
+from aiayn.kernels.onednn import describe_min_rows, onednn_available, swap_linears
 from aiayn.model import Transformer
 
 CHOICES = {
@@ -38,9 +39,10 @@ class Runtime:
     decoder_attention: str
     linear: str
     precision: str
+    linear_shapes: str = ""  # decoding with linear=onednn: the rows from which each weight shape runs on oneDNN
 
     def describe(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in asdict(self).items())
+        return ", ".join(f"{k}={v}" for k, v in asdict(self).items() if v != "")
 
 
 def _check(kind: str, value: str) -> None:
@@ -141,10 +143,12 @@ def prepare_for_inference(
         model = quantize_int8(model)  # type: ignore[assignment]
     model.set_attention(encoder, "encoder")
     model.set_attention(decoder, "decoder")
+    shapes = ""
     if kernel == "onednn":
         swap_linears(model, packed=True)
+        shapes = describe_min_rows(model)
     label = "int8 decoder linears" if precision == "int8" else str(dtype).removeprefix("torch.")
-    return model, Runtime(encoder, decoder, kernel, label)
+    return model, Runtime(encoder, decoder, kernel, label, shapes)
 
 
 __all__ = [
