@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from aiayn.config import ModelConfig
+from aiayn.data import prepare
 from aiayn.data.download import resolve_data_dir
 
 PAD = 0
@@ -41,3 +42,17 @@ def multi30k_dir() -> Path:
     if not (folder / "train.en").is_file():
         pytest.skip("Multi30k not found; set AIAYN_DATA_DIR")
     return folder
+
+
+def multi30k_slice(tmp_path_factory: pytest.TempPathFactory, name: str, train: int, valid: int, vocab: int) -> Path:
+    """The first `train` / `valid` pairs of Multi30k En-De, binarized with a `vocab`-piece BPE (once per call)."""
+    source = multi30k_dir()
+    raw = tmp_path_factory.mktemp(f"{name}-raw")
+    for split, split_name, n in (("train", "train", train), ("val", "valid", valid)):
+        for lang in ("en", "de"):
+            with (source / f"{split}.{lang}").open(encoding="utf-8") as handle:
+                lines = "".join(next(handle) for _ in range(n))
+            (raw / f"{split_name}.{lang}").write_text(lines, encoding="utf-8")
+    out = tmp_path_factory.mktemp(f"{name}-bin") / "en-de"
+    prepare("en", "de", raw / "train", raw / "valid", out, vocab, threads=1, progress=False, log=lambda _: None)
+    return out

@@ -8,27 +8,14 @@ from pathlib import Path
 import pytest
 
 from aiayn.config import build_run_config, dump_run_config
-from aiayn.data import prepare
-from tests.conftest import multi30k_dir
+from tests.conftest import multi30k_slice
 
 TRAIN_PAIRS, VALID_PAIRS, VOCAB = 300, 40, 500
 
 
-def _head(source: Path, target: Path, n: int) -> None:
-    with source.open(encoding="utf-8") as handle:
-        target.write_text("".join(next(handle) for _ in range(n)), encoding="utf-8")
-
-
 @pytest.fixture(scope="session")
 def ablate_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = multi30k_dir()
-    raw = tmp_path_factory.mktemp("ablate-raw")
-    for split, name, n in (("train", "train", TRAIN_PAIRS), ("val", "valid", VALID_PAIRS)):
-        for lang in ("en", "de"):
-            _head(source / f"{split}.{lang}", raw / f"{name}.{lang}", n)
-    out = tmp_path_factory.mktemp("ablate-bin") / "en-de"
-    prepare("en", "de", raw / "train", raw / "valid", out, VOCAB, threads=1, progress=False, log=lambda _: None)
-    return out
+    return multi30k_slice(tmp_path_factory, "ablate", TRAIN_PAIRS, VALID_PAIRS, VOCAB)
 
 
 @pytest.fixture(scope="session")
