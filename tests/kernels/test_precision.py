@@ -10,7 +10,7 @@ import torch
 
 from aiayn.config import DecodeConfig
 from aiayn.decoding import generate
-from aiayn.kernels import choose_decode_precision, cpu_features, prepare_for_inference, resolve_precision
+from aiayn.kernels import Bf16Linear, choose_decode_precision, cpu_features, prepare_for_inference, resolve_precision
 from tests.decoding.conftest import peaky_model, random_sources
 
 CPU = torch.device("cpu")
@@ -40,7 +40,7 @@ def test_auto_picks_a_path_this_machine_has() -> None:
     assert features.model and "avx2" in features.describe() or not features.flags
     picked = choose_decode_precision("auto", CPU)
     model, runtime = prepare_for_inference(peaky_model(VOCAB, seed=1), precision="auto")
-    assert runtime.precision == {"float32": "float32", "bf16": "bfloat16"}[picked]
+    assert runtime.precision == {"float32": "float32", "bf16": "bf16 stacks, float32 logits"}[picked]
     generate(model, random_sources(2, 4, VOCAB, seed=1), DecodeConfig(beam=2, max_len_b=4))
 
 
@@ -83,4 +83,21 @@ def test_bf16_keeps_the_search_scores_in_float32(models) -> None:
     src = random_sources(4, 6, VOCAB, seed=2)
     hypotheses = generate(models["bf16"], src, DecodeConfig(beam=3, nbest=2, max_len_b=8))
     assert all(isinstance(h.score, float) and h.score == h.score for x in hypotheses for h in x)
-    assert next(models["bf16"].parameters()).dtype == torch.bfloat16
+    linears = [m for m in models["bf16"].modules() if isinstance(m, Bf16Linear)]
+    assert linears and all(m.weight.dtype == torch.bfloat16 for m in linears)
+    stacks = [*models["bf16"].encoder.modules(), *models["bf16"].decoder.modules()]
+    assert not any(isinstance(m, torch.nn.Linear) for m in stacks)  # every product of both stacks in bf16
+    assert models["bf16"].output_weight().dtype == torch.float32  # the logits in float32
+
+
+def test_bf16_linear_is_the_rounded_product() -> None:
+    """Bf16Linear equals F.linear on the bf16-rounded input, weight and bias (computed in float64), to bf16's
+    output rounding; float32 in and out."""
+    linear = torch.nn.Linear(48, 40)
+    x = torch.randn(5, 7, 48, generator=torch.Generator().manual_seed(0))
+    got = Bf16Linear(linear)(x)
+    assert got.dtype == torch.float32 and got.shape == (5, 7, 40)
+    exact = torch.nn.functional.linear(*(t.detach().bfloat16().double() for t in (x, linear.weight, linear.bias)))
+    assert torch.allclose(got.double(), exact, rtol=2**-7, atol=1e-3)
+    plain = linear(x)  # against the float32 layer: the error bf16's 8-bit mantissa allows, no more
+    assert (got - plain).abs().max() <= 0.02 * plain.abs().max()

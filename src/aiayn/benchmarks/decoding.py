@@ -52,7 +52,7 @@ from aiayn.cpu import keep_freed_memory
 from aiayn.data import Tokenizer, resolve_data_dir
 from aiayn.decoding import generate
 from aiayn.io import read_text_file
-from aiayn.kernels import onednn_available, prepare_for_inference
+from aiayn.kernels import Bf16Linear, onednn_available, prepare_for_inference
 from aiayn.model import Transformer
 
 SYSTEMS = ("ours", "ours-plain", "ours-uncached", "ours-bf16", "ours-int8", "hf", "ct2-float32", "ct2-int8")
@@ -298,6 +298,7 @@ def measure_size(
                     best[(beam, length, system)] = figure
     lengths, beams, few = _ints(args.lengths), _ints(args.beams), args.uncached_sentences
     ours = built.get("ours") or build_system("ours", config, tokenizer, args)
+    ours_bf16 = any(isinstance(m, Bf16Linear) for m in ours.modules())  # what auto picked for "ours"
     rows = []
     mean_src = round(statistics.fmean(map(len, sources))) + 1
     for beam in beams:
@@ -307,7 +308,7 @@ def measure_size(
             flops = ours.flops_per_token(mean_src, length)["decoder_per_target_token"]
             for system in wanted:
                 seconds, count = best[(beam, length, system)]
-                bf16 = system == "ours-bf16" or (system == "ours" and ours.output_weight().dtype == torch.bfloat16)
+                bf16 = system == "ours-bf16" or (system == "ours" and ours_bf16)
                 rate = rates["bf16"] if bf16 else float32  # the floor at the precision the system ran in
                 rows.append(
                     {

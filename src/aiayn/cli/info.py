@@ -94,7 +94,7 @@ def runtime_report() -> dict[str, object]:
     cpu = torch.device("cpu")
     train = resolve_precision("auto", cpu)
     decode = choose_decode_precision("auto", cpu)
-    decode_dtype = torch.bfloat16 if decode == "bf16" else torch.float32
+    decode_dtype = torch.float32  # activations are float32 at every decoding precision
     return {
         "cpu": cpu_features().describe(),
         "torch": torch.__version__,

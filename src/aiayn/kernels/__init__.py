@@ -4,6 +4,7 @@ Below training and decoding, above the model: they swap ordinary modules for fas
 parameters (`OneDnnLinear`) and set which implementation of eq. (1) the attention modules use.
 """
 
+from aiayn.kernels.bf16 import Bf16Linear, swap_bf16_linears
 from aiayn.kernels.cpu_features import CpuFeatures, cpu_features
 from aiayn.kernels.int8 import quantize_int8
 from aiayn.kernels.onednn import OneDnnLinear, onednn_available, onednn_linear, swap_linears
@@ -18,6 +19,7 @@ from aiayn.kernels.select import (
 )
 
 __all__ = [
+    "Bf16Linear",
     "CpuFeatures",
     "OneDnnLinear",
     "Runtime",
@@ -31,5 +33,6 @@ __all__ = [
     "prepare_for_training",
     "quantize_int8",
     "resolve_precision",
+    "swap_bf16_linears",
     "swap_linears",
 ]

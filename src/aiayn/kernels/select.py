@@ -5,8 +5,9 @@
 - linear: which kernel float32 `nn.Linear` layers use on CPU: "torch" (`F.linear`) or "onednn"
   (`aiayn.kernels.onednn.OneDnnLinear`: modules swapped, parameters shared; weights packed for inference,
   where products of few rows or small weights still run on `F.linear`: `onednn.packed_min_rows`);
-- precision: the training autocast dtype (`resolve_precision`); for decoding the weights' dtype (float32, bf16
-  with float32 log-softmax and scores in the searches) or int8 decoder linears (`choose_decode_precision`).
+- precision: the training autocast dtype (`resolve_precision`); for decoding float32, bf16 products in both
+  stacks with float32 activations, logits and scores (`aiayn.kernels.bf16.Bf16Linear`), or int8 decoder
+  linears (`choose_decode_precision`).
 
 "auto" picks by device, dtype and workload; the rules and the measurements behind them are in
 docs/ARCHITECTURE.md and docs/benchmarks/. `Runtime` records what was chosen; benchmarks and logs print it.
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from aiayn.kernels.bf16 import swap_bf16_linears
 from aiayn.kernels.cpu_features import CpuFeatures, cpu_features
 from aiayn.kernels.int8 import quantize_int8
 from aiayn.kernels.onednn import describe_min_rows, onednn_available, swap_linears
@@ -128,26 +130,28 @@ def prepare_for_training(
 def prepare_for_inference(
     model: Transformer, attention: str = "auto", linear: str = "auto", int8: bool = False, precision: str = "float32"
 ) -> tuple[Transformer, Runtime]:
-    """Choose and apply the fast paths for decoding with `model` (eval mode). `precision` bf16 converts the
-    weights (in place); int8 (or `int8=True`) quantizes the decoder's linear layers (a copy is returned); the
-    remaining float32 linear layers get the chosen kernel."""
+    """Choose and apply the fast paths for decoding with `model` (eval mode). `precision` bf16 runs the encoder's
+    and decoder's products in bf16 with float32 activations (modules swapped in place; the vocabulary
+    projection stays float32: bf16 logits, rounded to 2^-8 of their size, flip near-ties); int8 (or
+    `int8=True`) quantizes the decoder's linear layers (a copy is returned); the remaining float32 linear
+    layers get the chosen kernel."""
     model.eval()
     device, dtype = _device_dtype(model)
     precision = "int8" if int8 else choose_decode_precision(precision, device)
-    if precision == "bf16":
-        model = model.to(torch.bfloat16)
-        dtype = torch.bfloat16
     encoder, decoder = choose_attention(attention, device, dtype, training=False)
     kernel = choose_linear(linear, device, dtype)
     if precision == "int8":
         model = quantize_int8(model)  # type: ignore[assignment]
+    elif precision == "bf16":
+        swap_bf16_linears(model.encoder)
+        swap_bf16_linears(model.decoder)
     model.set_attention(encoder, "encoder")
     model.set_attention(decoder, "decoder")
     shapes = ""
     if kernel == "onednn":
         swap_linears(model, packed=True)
         shapes = describe_min_rows(model)
-    label = "int8 decoder linears" if precision == "int8" else str(dtype).removeprefix("torch.")
+    label = {"int8": "int8 decoder linears", "bf16": "bf16 stacks, float32 logits"}.get(precision, "float32")
     return model, Runtime(encoder, decoder, kernel, label, shapes)
 
 
