@@ -39,6 +39,19 @@ def test_prepare_sets_each_stack_and_reports_it() -> None:
     _, runtime = prepare_for_inference(model, attention="sdpa", linear="torch")
     assert {m.impl for m in model.modules() if isinstance(m, MultiHeadAttention)} == {"sdpa"}
     assert "decoder_attention=sdpa" in runtime.describe() and runtime.linear == "torch"
+    assert not any(isinstance(m, torch.nn.Dropout) for m in model.modules())  # identity in eval mode: removed
+
+
+def test_prepared_model_computes_what_the_eval_model_does() -> None:
+    """Dropout removed, float32 kernels chosen: the same logits as the model as built, in eval mode."""
+    import copy
+
+    built = Transformer(tiny_config()).eval()
+    prepared, _ = prepare_for_inference(copy.deepcopy(built))
+    src = torch.randint(4, built.config.src_vocab_size, (3, 7), generator=torch.Generator().manual_seed(0))
+    tgt = torch.randint(4, built.config.tgt_vocab_size, (3, 5), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        torch.testing.assert_close(prepared(src, tgt), built(src, tgt), rtol=1e-5, atol=1e-5)
 
 
 def test_no_method_is_assigned_onto_an_instance_anywhere_in_src() -> None:

@@ -33,11 +33,12 @@ def scaled_dot_product_attention(
     if causal:  # query i sees keys 0..i (Tq == Tk)
         mask = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B,h,Tq,Tk]
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
+    illegal = None if mask is None else ~mask
+    if illegal is not None:
+        scores = scores.masked_fill(illegal, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
-    if mask is not None:
-        weights = weights.masked_fill(~mask, 0.0)
+    if illegal is not None:
+        weights = weights.masked_fill(illegal, 0.0)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0.0 else weights
     return dropped @ v, weights
 
