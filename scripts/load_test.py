@@ -9,8 +9,8 @@ Three servers, each started here as its own process, one after another, under th
 - "ctranslate2": scripts/ct2_baseline_server.py, LibreTranslate's `POST /translate` over the same model exported
   by `aiayn export ctranslate2` (into a temporary directory, or `--ct2-model DIR`), one `translate_batch` call
   per request paragraph as LibreTranslate does (its docstring says exactly how), uvicorn with one worker.
-All three get the same --threads, --beam, --lenpen and --min-len (CTranslate2's length penalty is |Y|^alpha,
-ours GNMT's: the same alpha, not the same formula). Each client sends LibreTranslate-shaped `POST /translate`
+All three get the same --threads, --beam, --lenpen and --min-len, and the same length penalty formula (|Y|^alpha,
+CTranslate2's; our servers run with --lenpen-form power). Each client sends LibreTranslate-shaped `POST /translate`
 requests (one Multi30k test2016 sentence each, drawn at random with a fixed seed) back to back over a kept-alive
 connection. Reported per level: requests/s, sentences/s, latency p50/p95/p99, errors (any non-200 or broken
 connection: must be 0), server RSS before/after; then a soak of `--soak` seconds at 8 clients on the batched
@@ -80,6 +80,7 @@ class Server:
 def aiayn_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
     command = [sys.executable, "-m", "aiayn", "serve", "--model", args.model, "--log-level", "warning"]
     command += ["--threads", str(args.threads), "--beam", str(args.beam), "--lenpen", str(args.lenpen)]
+    command += ["--lenpen-form", "power"]  # CTranslate2's |Y|^alpha, so that all three search the same way
     return command + ["--min-len", str(args.min_len), *extra, *shlex.split(args.serve_args)]
 
 

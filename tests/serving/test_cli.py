@@ -7,8 +7,8 @@ import json
 import pytest
 
 from aiayn.cli import build_parser
-from aiayn.cli.serve import config_from_args, model_specs, parse_api_key
-from aiayn.serving import ApiKey
+from aiayn.cli.serve import config_from_args, decode_overrides, model_specs, parse_api_key
+from aiayn.serving import ApiKey, Service
 from aiayn.serving.languages import pair_from_metadata, parse_model_spec
 
 
@@ -37,3 +37,20 @@ def test_model_specs(tmp_path):
         parse_model_spec("english=dir")
     with pytest.raises(FileNotFoundError):
         model_specs([f"en-de={tmp_path / 'missing'}"])
+
+
+def test_decoding_defaults_reach_the_loaded_translator(serve_model_dir):
+    args = build_parser().parse_args(
+        ["serve", "--model", f"en-de={serve_model_dir}", "--beam", "2", "--lenpen", "1.0", "--lenpen-form", "power",
+         "--precision", "int8"]
+    )  # fmt: skip
+    service = Service.load(model_specs(args.model), config_from_args(args), **decode_overrides(args))
+    try:
+        (model,) = service.models.values()
+        c = model.translator.config
+        assert (c.beam, c.lenpen, c.lenpen_form, c.precision) == (2, 1.0, "power", "int8")
+        assert "int8" in model.translator.runtime.precision
+    finally:
+        service.stop()
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--model", "m", "--lenpen-form", "linear"])

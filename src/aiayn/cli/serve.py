@@ -19,6 +19,12 @@ HELP = "serve models over HTTP (LibreTranslate-compatible API, native API, metri
 DEFAULTS = ServeConfig()
 
 
+def decode_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The DecodeConfig defaults every model of the server starts from."""
+    names = ("beam", "lenpen", "lenpen_form", "min_len", "precision")
+    return {name: getattr(args, name) for name in names}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__.split("\n\n")[0]
     parser.add_argument(
@@ -28,6 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8000, help="port (default: %(default)s; 0 picks a free one)")
     parser.add_argument("--beam", type=int, default=4, help="default beam size (default: 4, section 6.1)")
     parser.add_argument("--lenpen", type=float, default=0.6, help="default length penalty alpha (default: 0.6)")
+    parser.add_argument(
+        "--lenpen-form", choices=("gnmt", "power"), default="gnmt",
+        help="gnmt: ((5+|Y|)/6)^alpha (the paper's); power: |Y|^alpha (fairseq, HF, CTranslate2)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--precision", choices=("auto", "float32", "bf16", "int8"), default="auto",
+        help="decoding precision (default: auto, what this machine does best; aiayn info --runtime)",
+    )  # fmt: skip
     parser.add_argument(
         "--min-len", type=int, default=0, help="default minimum output tokens (load tests force lengths with it)"
     )
@@ -118,9 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     config = config_from_args(args)
-    service = Service.load(
-        model_specs(args.model), config, device=args.device, beam=args.beam, lenpen=args.lenpen, min_len=args.min_len
-    )
+    service = Service.load(model_specs(args.model), config, device=args.device, **decode_overrides(args))
     app = create_app(service)
     print(f"aiayn serve: {', '.join(service.models)} on http://{args.host}:{args.port}/", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.log_level == "debug")
