@@ -29,18 +29,10 @@ import torch
 from torch import Tensor
 
 from aiayn.config import ConfigError, ModelConfig
-from aiayn.interop.marian import InteropError, _build, copy_layers
+from aiayn.interop.marian import LAYER_NAMES, InteropError, _build, copy_layers  # fairseq names layers as Marian
 from aiayn.model.pretrained import save_model
 
 FAIRSEQ_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # fairseq.data.Dictionary's first four ids
-LAYER_NAMES = {  # fairseq layer module -> ours
-    "self_attn.q_proj": "self_attn.w_q", "self_attn.k_proj": "self_attn.w_k", "self_attn.v_proj": "self_attn.w_v",
-    "self_attn.out_proj": "self_attn.w_o", "self_attn_layer_norm": "self_attn_residual.norm",
-    "encoder_attn.q_proj": "cross_attn.w_q", "encoder_attn.k_proj": "cross_attn.w_k",
-    "encoder_attn.v_proj": "cross_attn.w_v", "encoder_attn.out_proj": "cross_attn.w_o",
-    "encoder_attn_layer_norm": "cross_attn_residual.norm",
-    "fc1": "feed_forward.w_1", "fc2": "feed_forward.w_2", "final_layer_norm": "feed_forward_residual.norm",
-}
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish"}
 REFUSED = [  # (option, the value aiayn represents, what it is)
     ("layernorm_embedding", False, "a LayerNorm on the embeddings"),

@@ -54,7 +54,7 @@ REFUSED = [
     ("add_bias_logits", False, "a bias in the output projection other than final_logits_bias"),
     ("scale_attn_by_inverse_layer_idx", False, "per-layer attention scaling"),
 ]
-LAYER_NAMES = {  # Hugging Face Marian layer module -> ours
+LAYER_NAMES = {  # Hugging Face Marian (and fairseq: the same names) layer module -> ours
     "self_attn.q_proj": "self_attn.w_q", "self_attn.k_proj": "self_attn.w_k", "self_attn.v_proj": "self_attn.w_v",
     "self_attn.out_proj": "self_attn.w_o", "self_attn_layer_norm": "self_attn_residual.norm",
     "encoder_attn.q_proj": "cross_attn.w_q", "encoder_attn.k_proj": "cross_attn.w_k",
