@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from aiayn.kernels.modules import is_plain_linear, replace_modules
+
 
 class Bf16Linear(nn.Module):
     """y = x W^T + b with x, W, b rounded to bf16; float32 in, float32 out. Inference only (no gradients)."""
@@ -37,14 +39,7 @@ class Bf16Linear(nn.Module):
 
 def swap_bf16_linears(module: nn.Module) -> int:
     """Replace every plain `nn.Linear` inside `module` by a `Bf16Linear` (in place); returns how many."""
-    swapped = 0
-    for name, child in module.named_children():
-        if type(child) is nn.Linear:
-            setattr(module, name, Bf16Linear(child))
-            swapped += 1
-        else:
-            swapped += swap_bf16_linears(child)
-    return swapped
+    return replace_modules(module, is_plain_linear, Bf16Linear)
 
 
 __all__ = ["Bf16Linear", "swap_bf16_linears"]

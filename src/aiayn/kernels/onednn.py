@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from aiayn.kernels.modules import is_plain_linear, replace_modules
+
 _PACK_BATCH_HINT = 256  # rows oneDNN tunes its packed layout for (beam 4 x 64 sentences); any row count works
 
 
@@ -145,14 +147,7 @@ def describe_min_rows(module: nn.Module) -> str:
 def swap_linears(module: nn.Module, packed: bool = False) -> int:
     """Replace every plain `nn.Linear` inside `module` by a `OneDnnLinear` sharing its parameters (in place;
     `packed` for inference); returns how many were swapped."""
-    swapped = 0
-    for name, child in module.named_children():
-        if type(child) is nn.Linear:
-            setattr(module, name, OneDnnLinear.from_linear(child, packed))
-            swapped += 1
-        else:
-            swapped += swap_linears(child, packed)
-    return swapped
+    return replace_modules(module, is_plain_linear, lambda linear: OneDnnLinear.from_linear(linear, packed))
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from torch import nn
 from aiayn.kernels.bf16 import swap_bf16_linears
 from aiayn.kernels.cpu_features import CpuFeatures, cpu_features
 from aiayn.kernels.int8 import quantize_int8
+from aiayn.kernels.modules import replace_modules
 from aiayn.kernels.onednn import describe_min_rows, onednn_available, swap_linears
 from aiayn.model import Transformer
 
@@ -131,14 +132,7 @@ def prepare_for_training(
 def remove_dropout(module: nn.Module) -> int:
     """Replace every `nn.Dropout` inside `module` by `nn.Identity` (in place): in eval mode dropout is the
     identity, but each module still dispatches an op per call (17 of a small model's 256 per decoder step)."""
-    removed = 0
-    for name, child in module.named_children():
-        if isinstance(child, nn.Dropout):
-            setattr(module, name, nn.Identity())
-            removed += 1
-        else:
-            removed += remove_dropout(child)
-    return removed
+    return replace_modules(module, lambda m: isinstance(m, nn.Dropout), lambda _: nn.Identity())
 
 
 def prepare_for_inference(
