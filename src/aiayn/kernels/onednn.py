@@ -4,7 +4,9 @@ torch computes a float32 `F.linear` on CPU with MKL, which on AMD processors tak
 AVX-512 where the CPU has it (figures in docs/benchmarks/training.md and decoding.md). `OneDnnLinear` is an
 `nn.Linear` with the same parameters whose products run on oneDNN:
 
-- with gradients (training): an autograd function whose forward and both backward products call oneDNN;
+- with gradients (training): an autograd function whose forward and input-gradient products call oneDNN; the
+  weight gradient dL/dy^T x is a `torch.mm` of transposed operands (oneDNN would first copy both transposes,
+  which for the vocabulary projection costs more than the product itself);
 - with `packed=True` (inference only) and no gradient: a copy of the weight packed once into oneDNN's blocked
   layout, repacked when the weight is replaced or changed in place. (Not for training: an optimizer's fused
   in-place update need not bump the version counter the repacking watches.) A oneDNN call has a fixed cost
@@ -58,7 +60,7 @@ class _OneDnnLinearFunction(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             grad_x = _mm(grad_flat, weight.t()).view(x.shape)  # dL/dy W
         if ctx.needs_input_grad[1]:
-            grad_w = _mm(grad_flat.t(), x.reshape(-1, x.size(-1)).t())  # dL/dy^T x: [out, in]
+            grad_w = torch.mm(grad_flat.t(), x.reshape(-1, x.size(-1)))  # dL/dy^T x: [out, in], no copies
         if ctx.has_bias and ctx.needs_input_grad[2]:
             grad_b = grad_flat.sum(dim=0)
         return grad_x, grad_w, grad_b
