@@ -79,3 +79,23 @@ def test_bf16_logits_are_computed_in_float32(generator: torch.Generator) -> None
     assert low.dtype == torch.float32
     expected, _ = direct(logits.bfloat16().float(), target, 0.1)
     assert low.item() == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_gradient_equals_autograd_through_pytorch_loss(eps: float, generator: torch.Generator) -> None:
+    """The hand-written backward (p - q) against autograd through F.cross_entropy, float64, with pad rows and a
+    scaled loss (the trainer divides by the token count before backward)."""
+    logits = (torch.randn(30, 19, generator=generator, dtype=torch.float64) * 4).requires_grad_()
+    target = torch.randint(0, 19, (30,), generator=generator)
+    target[:3] = PAD
+    loss, nll = label_smoothed_nll_loss(logits, target, eps, PAD)
+    (loss * 0.37).backward()
+    ours = logits.grad.clone()
+    logits.grad = None
+    reference = F.cross_entropy(logits, target, ignore_index=PAD, label_smoothing=eps, reduction="sum")
+    (reference * 0.37).backward()
+    torch.testing.assert_close(loss, reference, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(ours, logits.grad, rtol=1e-12, atol=1e-12)
+    assert not nll.requires_grad
+    inputs = (logits.detach().requires_grad_(),)
+    assert torch.autograd.gradcheck(lambda z: label_smoothed_nll_loss(z, target, eps, PAD)[0], inputs)
