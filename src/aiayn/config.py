@@ -188,7 +188,8 @@ class DecodeConfig:
     attention_impl: Literal["auto", "explicit", "sdpa"] = "auto"
     # which kernel computes float32 CPU products; auto = chosen by aiayn.kernels for the device and workload
     linear_kernel: Literal["auto", "onednn", "torch"] = "auto"
-    # weights' arithmetic: bf16 keeps log-softmax and scores in float32; int8 = the decoder's linear layers;
+    # weights' arithmetic: bf16 keeps log-softmax and scores in float32; int8 = every linear layer and the
+    # vocabulary projection, per-row weight scales;
     # auto = bf16 on a GPU or a CPU with native bf16 matrix units (AMX, AVX-512 BF16), else float32
     precision: Literal["auto", "float32", "bf16", "int8"] = "auto"
 

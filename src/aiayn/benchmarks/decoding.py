@@ -11,7 +11,7 @@ do the same work: L decoder steps per sentence), L in --lengths, and reports out
                     setting (torch's default float32 matmul path): a plain PyTorch program
     ours-uncached   ours re-running the decoder over the whole prefix at every step (no KV cache)
     ours-bf16       bf16 weights (float32 log-softmax and scores); fast only on CPUs with native bf16 matmuls
-    ours-int8       `prepare_for_inference(precision="int8")`: dynamic int8 decoder linears (torch.ao, fbgemm)
+    ours-int8       `prepare_for_inference(precision="int8")`: dynamic int8 linears, per-row scales (torch.ao, fbgemm)
     hf              Hugging Face MarianMTModel.generate (same shape, KV cache)
     ct2-float32     CTranslate2 on the converted Marian model
     ct2-int8        the same, int8 weights

@@ -6,8 +6,8 @@
   (`aiayn.kernels.onednn.OneDnnLinear`: modules swapped, parameters shared; weights packed for inference,
   where products of few rows or small weights still run on `F.linear`: `onednn.packed_min_rows`);
 - precision: the training autocast dtype (`resolve_precision`); for decoding float32, bf16 products in both
-  stacks with float32 activations, logits and scores (`aiayn.kernels.bf16.Bf16Linear`), or int8 decoder
-  linears (`choose_decode_precision`).
+  stacks with float32 activations, logits and scores (`aiayn.kernels.bf16.Bf16Linear`), or int8 linear
+  layers with per-row weight scales (`choose_decode_precision`).
 
 "auto" picks by device, dtype and workload; the rules and the measurements behind them are in
 docs/ARCHITECTURE.md and docs/benchmarks/. `Runtime` records what was chosen; benchmarks and logs print it.
@@ -141,8 +141,8 @@ def prepare_for_inference(
     """Choose and apply the fast paths for decoding with `model` (eval mode). `precision` bf16 runs the encoder's
     and decoder's products in bf16 with float32 activations (modules swapped in place; the vocabulary
     projection stays float32: bf16 logits, rounded to 2^-8 of their size, flip near-ties); int8 (or
-    `int8=True`) quantizes the decoder's linear layers (a copy is returned); the remaining float32 linear
-    layers get the chosen kernel."""
+    `int8=True`) quantizes both stacks' linear layers and the vocabulary projection (a copy is returned); the
+    remaining float32 linear layers get the chosen kernel."""
     model.eval()
     remove_dropout(model)  # inference only: the prepared model is not for training
     device, dtype = _device_dtype(model)
@@ -160,7 +160,8 @@ def prepare_for_inference(
     if kernel == "onednn":
         swap_linears(model, packed=True)
         shapes = describe_min_rows(model)
-    label = {"int8": "int8 decoder linears", "bf16": "bf16 stacks, float32 logits"}.get(precision, "float32")
+    labels = {"int8": "int8 linears (per-row scales), float32 scores", "bf16": "bf16 stacks, float32 logits"}
+    label = labels.get(precision, "float32")
     return model, Runtime(encoder, decoder, kernel, label, shapes)
 
 
