@@ -5,6 +5,8 @@
 - linear: which kernel float32 `nn.Linear` layers use on CPU: "torch" (`F.linear`) or "onednn"
   (`aiayn.kernels.onednn.OneDnnLinear`: modules swapped, parameters shared; weights packed for inference,
   where products of few rows or small weights still run on `F.linear`: `onednn.packed_min_rows`);
+- dropout: on CPU in training, masks drawn by `rand_like` instead of `bernoulli_`
+  (`aiayn.kernels.dropout.RandMaskDropout`: the same distribution, another random stream);
 - precision: the training autocast dtype (`resolve_precision`); for decoding float32, bf16 products in both
   stacks with float32 activations, logits and scores (`aiayn.kernels.bf16.Bf16Linear`), or int8 linear
   layers with per-row weight scales (`choose_decode_precision`).
@@ -22,6 +24,7 @@ from torch import nn
 
 from aiayn.kernels.bf16 import swap_bf16_linears
 from aiayn.kernels.cpu_features import CpuFeatures, cpu_features
+from aiayn.kernels.dropout import swap_dropout
 from aiayn.kernels.int8 import quantize_int8
 from aiayn.kernels.modules import replace_modules
 from aiayn.kernels.onednn import describe_min_rows, onednn_available, swap_linears
@@ -44,6 +47,7 @@ class Runtime:
     linear: str
     precision: str
     linear_shapes: str = ""  # decoding with linear=onednn: the rows from which each weight shape runs on oneDNN
+    dropout: str = ""  # training: "rand-mask" (aiayn.kernels.dropout) or "torch"
 
     def describe(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in asdict(self).items() if v != "")
@@ -126,7 +130,8 @@ def prepare_for_training(
     model.set_attention(decoder, "decoder")
     if kernel == "onednn":
         swap_linears(model)
-    return Runtime(encoder, decoder, kernel, str(precision).removeprefix("torch."))
+    dropout = "rand-mask" if device.type == "cpu" and swap_dropout(model) else "torch"
+    return Runtime(encoder, decoder, kernel, str(precision).removeprefix("torch."), dropout=dropout)
 
 
 def remove_dropout(module: nn.Module) -> int:
