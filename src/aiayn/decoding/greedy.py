@@ -1,8 +1,9 @@
 """Greedy decoding (section 6.1 without the beam): at each step the single most probable token.
 
 Also the loop behind sampling (`aiayn.decoding.sampling`): rows are independent, each extended by one chosen
-token per step; a row ends at EOS (or at its maximum length, where EOS is forced) and is dropped from the
-batch and the cache at once, so finished sentences cost nothing.
+token per step; a row ends at EOS (or at its maximum length, where EOS is forced). Ended rows leave the batch
+and the cache when they are at least a fifth of it (`_COMPACT_SHARE`): each removal copies every layer's cache,
+so rows ending one by one are carried along, ignored, until enough have ended to pay for the copy.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from aiayn.decoding.state import branch, start_decoder
 from aiayn.model import Transformer
 
 Chooser = Callable[[Tensor], Tensor]  # masked log-probabilities [R,V] -> chosen ids [R]
+_COMPACT_SHARE = 0.2  # ended rows are removed once they are this share of the batch (or all of it)
 
 
 def argmax_chooser(logits: Tensor) -> Tensor:
@@ -44,6 +46,7 @@ def decode_rows(
     sentence = torch.arange(batch, device=src.device).repeat_interleave(copies)  # [R] input sentence of each row
     tokens = torch.full((batch,), c.decoder_start_id, dtype=torch.long, device=src.device)  # BOS: one per sentence
     log_prob = torch.zeros(rows, device=src.device)
+    alive = torch.ones(rows, dtype=torch.bool, device=src.device)  # False: ended, still in the batch
     history = torch.empty(rows, steps, dtype=torch.long, device=src.device)  # [R, t] output ids so far
     attention = memory.hidden.new_zeros(rows, steps, src.size(1)) if config.need_attention else None
     results: list[list[Hypothesis]] = [[] for _ in range(batch)]
@@ -57,9 +60,9 @@ def decode_rows(
         history[:, t] = chosen
         if attention is not None:
             attention[:, t] = weights
-        ended = chosen == c.eos_id
+        ended = (chosen == c.eos_id) & alive
+        tokens = chosen
         if not bool(ended.any()):
-            tokens = chosen
             continue
         for r in ended.nonzero().squeeze(1).tolist():
             i = int(sentence[r])
@@ -67,11 +70,15 @@ def decode_rows(
             score = normalised_score(float(log_prob[r]), t + 1, config.lenpen, config.lenpen_form)
             hypothesis = Hypothesis(history[r, :t].tolist(), score, float(log_prob[r]), weights_r)
             insert_nbest(results[i], hypothesis, config.nbest)
-        keep = (~ended).nonzero().squeeze(1)
-        if keep.numel() == 0:
+        alive &= ~ended
+        live = int(alive.sum())
+        if live == 0:
             break
+        if alive.numel() - live < _COMPACT_SHARE * alive.numel():
+            continue  # too few ended rows to pay for copying the cache: carry them along
+        keep = alive.nonzero().squeeze(1)
         state.reorder(keep, source_changed=True)
-        tokens, log_prob, history = chosen[keep], log_prob[keep], history[keep]
+        tokens, log_prob, history, alive = tokens[keep], log_prob[keep], history[keep], alive[keep]
         max_len, sentence = max_len[keep], sentence[keep]
         if attention is not None:
             attention = attention[keep]
