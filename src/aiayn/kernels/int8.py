@@ -10,11 +10,13 @@ import warnings
 import torch
 from torch import nn
 
+from aiayn.kernels.modules import is_plain_linear
+
 
 def int8_layer_names(model: nn.Module) -> set[str]:
     """The linear layers quantized: both stacks' and the output projection (plain `nn.Linear` only)."""
     stacks = ("encoder.", "decoder.", "output_proj")
-    return {name for name, m in model.named_modules() if type(m) is nn.Linear and name.startswith(stacks)}
+    return {name for name, m in model.named_modules() if is_plain_linear(m) and name.startswith(stacks)}
 
 
 def quantize_int8(model: nn.Module) -> nn.Module:
