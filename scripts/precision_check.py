@@ -20,7 +20,7 @@ from aiayn.data.download import resolve_data_dir
 from aiayn.decoding import Translator
 from aiayn.evaluation import corpus_bleu, corpus_chrf
 from aiayn.evaluation.moses import moses_lc_tok
-from aiayn.kernels import cpu_features
+from aiayn.kernels import choose_decode_precision, cpu_features
 
 
 def read(path: Path) -> list[str]:
@@ -64,7 +64,10 @@ def main() -> int:
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
-    report = {"cpu": cpu_features().describe(), "model": str(args.model), "sentences": len(src), "rows": rows}
+    auto = choose_decode_precision("auto", torch.device("cpu"))
+    report = {"cpu": cpu_features().describe(), "auto_picks": auto, "model": str(args.model), "sentences": len(src)}
+    report["rows"] = rows
+    print(f"auto picks {auto} on this CPU ({report['cpu']})")
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0

@@ -76,7 +76,7 @@ def test_ctranslate2_greedy_and_beam_match_ours(tmp_path):
         sentences = [next(f).strip() for _ in range(SENTENCES)]
     with open(multi30k_dir() / "test2016.de", encoding="utf-8") as f:
         refs = [next(f).strip() for _ in range(SENTENCES)]
-    translator = Translator.from_pretrained(model_dir, reuse_memory=False)
+    translator = Translator.from_pretrained(model_dir, reuse_memory=False, precision="float32")
     ours = translator.translate(sentences, **_settings(1))
     theirs = _ct2_translate(ct2_dir, translator, sentences, beam=1)
     assert ours == theirs
@@ -94,5 +94,5 @@ def test_ctranslate2_runs_an_imported_marian_model(tmp_path):
     ct2_dir = export_ctranslate2(imported, tmp_path / "ct2")
     with open(multi30k_dir() / "test2016.en", encoding="utf-8") as f:
         sentences = [next(f).strip() for _ in range(16)]
-    translator = Translator.from_pretrained(imported, reuse_memory=False)
+    translator = Translator.from_pretrained(imported, reuse_memory=False, precision="float32")
     assert translator.translate(sentences, **_settings(1)) == _ct2_translate(ct2_dir, translator, sentences, 1)

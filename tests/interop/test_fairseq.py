@@ -188,7 +188,7 @@ def test_beam_search_scores_are_fsmts(imported, fairseq_model):
             assert hypothesis.score == pytest.approx(float(log_prob) / target.size(1), abs=1e-4)
             lengths.add(len(hypothesis.tokens))
     assert len(lengths) > 2
-    translator = Translator.from_pretrained(imported, reuse_memory=False)
+    translator = Translator.from_pretrained(imported, reuse_memory=False, precision="float32")
     texts = translator.translate(sentences, **{**settings, "nbest": 1})
     assert texts == [translator.target_tokenizer.decode(h[0].tokens) for h in nbest]
 

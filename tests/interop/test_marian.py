@@ -140,7 +140,7 @@ def test_beam_search_returns_the_tokens_of_generate(marian, sentences):
 def test_translator_reads_imported_directories(marian, sentences):
     hf_dir, ours = marian
     theirs, tokenizer = hf_model(hf_dir), hf_tokenizer(hf_dir)
-    translator = Translator.from_pretrained(ours, reuse_memory=False)
+    translator = Translator.from_pretrained(ours, reuse_memory=False, precision="float32")
     settings = dict(beam=4, lenpen=0.6, lenpen_form="power", max_len_a=0.0, max_len_b=MAX_NEW - 1)
     ours_text = translator.translate(sentences, **settings)
     batch = tokenizer(sentences, return_tensors="pt", padding=True)

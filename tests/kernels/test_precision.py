@@ -10,7 +10,14 @@ import torch
 
 from aiayn.config import DecodeConfig
 from aiayn.decoding import generate
-from aiayn.kernels import Bf16Linear, choose_decode_precision, cpu_features, prepare_for_inference, resolve_precision
+from aiayn.kernels import (
+    Bf16Linear,
+    Int8Linear,
+    choose_decode_precision,
+    cpu_features,
+    prepare_for_inference,
+    resolve_precision,
+)
 from tests.decoding.conftest import peaky_model, random_sources
 
 CPU = torch.device("cpu")
@@ -20,8 +27,9 @@ VOCAB = 40
 @pytest.mark.parametrize(
     ("flags", "decode", "train"),
     [
-        ("fpu sse avx2 fma", "float32", torch.float32),  # AMD Zen 3, Intel without AVX-512 BF16
-        ("avx2 avx512f avx512_vnni", "float32", torch.float32),  # int8 dot products but no bf16 matmul
+        ("fpu sse sse2", "float32", torch.float32),  # no AVX2: neither bf16 nor int8 kernels pay
+        ("fpu sse avx2 fma", "int8", torch.float32),  # AMD Zen 3, Intel without AVX-512 BF16
+        ("avx2 avx512f avx512_vnni", "int8", torch.float32),  # int8 dot products but no bf16 matmul
         ("avx2 avx512f avx512_bf16", "bf16", torch.bfloat16),  # AMD Zen 4/5
         ("avx2 avx512f avx512_bf16 amx_bf16 amx_int8", "bf16", torch.bfloat16),  # Intel Sapphire Rapids and later
     ],
@@ -40,7 +48,8 @@ def test_auto_picks_a_path_this_machine_has() -> None:
     assert features.model and "avx2" in features.describe() or not features.flags
     picked = choose_decode_precision("auto", CPU)
     model, runtime = prepare_for_inference(peaky_model(VOCAB, seed=1), precision="auto")
-    assert runtime.precision == {"float32": "float32", "bf16": "bf16 stacks, float32 logits"}[picked]
+    labels = {"bf16": "bf16 stacks", "int8": "int8 linears (per-row weight and input scales)", "float32": "float32"}
+    assert runtime.precision.startswith(labels[picked])
     generate(model, random_sources(2, 4, VOCAB, seed=1), DecodeConfig(beam=2, max_len_b=4))
 
 
@@ -107,14 +116,46 @@ def test_bf16_linear_is_the_rounded_product() -> None:
 
 def test_int8_quantizes_every_linear_with_per_row_scales(models) -> None:
     """As CTranslate2's int8: both stacks and the vocabulary projection, one symmetric scale per output row."""
-    from torch.ao.nn.quantized.dynamic import Linear as DynamicInt8Linear
-
     int8 = models["int8"]
     assert not any(type(m) is torch.nn.Linear for m in int8.modules())  # nothing left in float32
-    quantized = [m for m in int8.modules() if isinstance(m, DynamicInt8Linear)]
-    assert isinstance(int8.output_proj, DynamicInt8Linear)
+    quantized = [m for m in int8.modules() if isinstance(m, Int8Linear)]
+    assert isinstance(int8.output_proj, Int8Linear) and len(quantized) > 10
     for m in quantized:
-        weight = m.weight()
+        weight = m.quantized_weight()
         assert weight.qscheme() == torch.per_channel_affine and weight.q_per_channel_scales().numel() == weight.size(0)
         assert torch.all(weight.q_per_channel_zero_points() == 0)  # symmetric: zero point 0 on every row
     assert int8.tgt_embed.weight.dtype == torch.float32  # the embeddings stay float
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_int8_linear_is_per_row_quantization(bias: bool) -> None:
+    """Int8Linear against the formula in float64: each input row scaled by its max |x| to [-1, 1] and rounded
+    to 7 bits, each weight row to 8 bits with its own scale; and against the float layer within int8's error."""
+    generator = torch.Generator().manual_seed(0)
+    linear = torch.nn.Linear(64, 48, bias=bias)
+    x = torch.randn(3, 5, 64, generator=generator) * torch.logspace(-2, 2, 5)[:, None]  # rows of unlike sizes
+    got = Int8Linear(linear)(x)
+    assert got.dtype == torch.float32 and got.shape == (3, 5, 48)
+    w = linear.weight.detach().double()
+    w_scale = w.abs().amax(1, keepdim=True) / 127
+    w_hat = (w / w_scale).round() * w_scale
+    rows = x.double().reshape(-1, 64)
+    x_scale = rows.abs().amax(1, keepdim=True)
+    x_hat = (rows / x_scale * 63).round() / 63 * x_scale
+    expected = x_hat @ w_hat.T + (linear.bias.detach().double() if bias else 0)
+    assert torch.allclose(got.double().reshape(-1, 48), expected, rtol=1e-5, atol=1e-6 * x_scale.max().item())
+    plain = linear(x).detach()
+    relative = (got - plain).abs().amax(-1) / plain.abs().amax(-1)  # every row, small or large, to ~1%
+    assert relative.max() <= 0.05
+
+
+def test_int8_rows_do_not_depend_on_their_batch(models) -> None:
+    """Each row quantized with its own scale: a sentence decodes alone exactly as inside a batch."""
+    src = random_sources(6, 8, VOCAB, seed=7)
+    config = DecodeConfig(beam=3, nbest=2, max_len_b=10)
+    together = generate(models["int8"], src, config)
+    for i in range(src.size(0)):
+        row = src[i : i + 1]
+        alone = generate(models["int8"], row[:, : int(row.ne(0).sum())], config)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in together[i]], i
+        assert [h.score for h in alone] == pytest.approx([h.score for h in together[i]], abs=1e-5)

@@ -35,7 +35,7 @@ def imported(request, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(imported):
-    translator = Translator.from_pretrained(imported, reuse_memory=False)
+    translator = Translator.from_pretrained(imported, reuse_memory=False, precision="float32")
     with running(make_service(imported, translator)) as client:
         yield client, translator
 

@@ -6,12 +6,12 @@ decodes the same batch of sentences with the output length forced to L (EOS forb
 do the same work: L decoder steps per sentence), L in --lengths, and reports output tokens per second:
 
     ours            generate() with the KV cache on the model prepared by `prepare_for_inference` with every
-                    setting auto (this CPU's precision; oneDNN-packed float32 weights), as `Translator` runs it
+                    setting auto (this CPU's precision: bf16, int8 or oneDNN-packed float32), as `Translator` runs it
     ours-plain      the same search on the model as built, without `prepare_for_inference` or the allocator
                     setting (torch's default float32 matmul path): a plain PyTorch program
     ours-uncached   ours re-running the decoder over the whole prefix at every step (no KV cache)
     ours-bf16       bf16 weights (float32 log-softmax and scores); fast only on CPUs with native bf16 matmuls
-    ours-int8       `prepare_for_inference(precision="int8")`: dynamic int8 linears, per-row scales (torch.ao, fbgemm)
+    ours-int8       `prepare_for_inference(precision="int8")`: int8 linears, per-row weight and input scales (fbgemm)
     hf              Hugging Face MarianMTModel.generate (same shape, KV cache)
     ct2-float32     CTranslate2 on the converted Marian model
     ct2-int8        the same, int8 weights
@@ -52,7 +52,8 @@ from aiayn.cpu import keep_freed_memory
 from aiayn.data import Tokenizer, resolve_data_dir
 from aiayn.decoding import generate
 from aiayn.io import read_text_file
-from aiayn.kernels import Bf16Linear, onednn_available, prepare_for_inference
+from aiayn.kernels import Bf16Linear, Int8Linear, onednn_available, prepare_for_inference
+from aiayn.kernels.int8 import int8_available, int8_product
 from aiayn.model import Transformer
 
 SYSTEMS = ("ours", "ours-plain", "ours-uncached", "ours-bf16", "ours-int8", "hf", "ct2-float32", "ct2-int8")
@@ -61,7 +62,8 @@ PEER_PACKAGES = {"hf": "transformers", "ct2-float32": "ctranslate2", "ct2-int8":
 OP_KINDS = {  # torch.profiler op name -> kind of work, for the profile summary
     "matmul, oneDNN packed": ("mkldnn::_linear_pointwise",),
     "matmul, torch default (MKL)": ("aten::addmm", "aten::mm"),
-    "matmul, int8": ("quantized::linear_dynamic",),
+    "matmul, int8": ("quantized::linear_with_input_q_dq_qweight_dq_output_fp32", "quantized::linear_dynamic"),
+    "int8 input scales (abs, amax, div, addcmul)": ("aten::abs", "aten::amax", "aten::div", "aten::addcmul"),
     "attention: eq. (1) products and softmax": (
         "aten::_scaled_dot_product_flash_attention_for_cpu",
         "aten::bmm",
@@ -144,10 +146,20 @@ def run_ours(model: Transformer, src: torch.Tensor, beam: int, length: int, use_
     return length * src.size(0)
 
 
+def _linear(weight: torch.Tensor) -> torch.nn.Linear:
+    layer = torch.nn.Linear(weight.size(1), weight.size(0), bias=False)
+    layer.weight.data = weight
+    return layer
+
+
 def _product(path: str, x: torch.Tensor, weight: torch.Tensor):
-    """x @ weight^T through torch's default float32 path or through oneDNN with the weight packed once."""
+    """x @ weight^T through torch's default float32 path, through oneDNN with the weight packed once, or
+    fbgemm's int8 product (`aiayn.kernels.int8`, the row scaling around it not counted)."""
     if path in ("torch", "bf16"):
         return lambda: torch.nn.functional.linear(x, weight)
+    if path == "int8":
+        packed, unit = Int8Linear(_linear(weight)).packed, x / x.abs().amax(1, keepdim=True)
+        return lambda: int8_product(unit, packed)
     packed = torch.ops.mkldnn._reorder_linear_weight(weight, x.size(0))
     return lambda: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
 
@@ -155,9 +167,11 @@ def _product(path: str, x: torch.Tensor, weight: torch.Tensor):
 def matmul_rate(rows: int, d_model: int, d_ff: int, vocab: int, repeats: int = 20) -> dict[str, float]:
     """GFLOP/s of the decoder's largest products, [rows, d_model] x [d_model, d_ff] and x [d_model, V], through
     torch's default float32 path ("torch": MKL on x86), oneDNN with packed weights ("onednn": what
-    `prepare_for_inference` chooses on CPU) and bf16 ("bf16": torch's bf16 product), each the best of `repeats`."""
+    `prepare_for_inference` chooses for float32 on CPU), bf16 ("bf16": torch's bf16 product) and int8 ("int8":
+    fbgemm, where this build has it), each the best of `repeats`."""
     rates = {}
-    for path in ("torch", "onednn", "bf16") if onednn_available() else ("torch", "bf16"):
+    paths = ["torch", *(["onednn"] if onednn_available() else []), "bf16", *(["int8"] if int8_available() else [])]
+    for path in paths:
         seconds = 0.0
         for n in (d_ff, vocab):
             dtype = torch.bfloat16 if path == "bf16" else torch.float32
@@ -298,18 +312,19 @@ def measure_size(
                     best[(beam, length, system)] = figure
     lengths, beams, few = _ints(args.lengths), _ints(args.beams), args.uncached_sentences
     ours = built.get("ours") or build_system("ours", config, tokenizer, args)
-    ours_bf16 = any(isinstance(m, Bf16Linear) for m in ours.modules())  # what auto picked for "ours"
+    picked = {type(m) for m in ours.modules()}  # what auto picked for "ours"
+    ours_precision = "bf16" if Bf16Linear in picked else "int8" if Int8Linear in picked else "float32"
     rows = []
     mean_src = round(statistics.fmean(map(len, sources))) + 1
     for beam in beams:
         rates = matmul_rate(len(sources) * beam, config.d_model, config.d_ff, config.tgt_vocab_size)
-        float32 = max(v for k, v in rates.items() if k != "bf16")  # the faster of the two float32 paths
+        float32 = max(v for k, v in rates.items() if k in ("torch", "onednn"))  # the faster float32 path
         for length in lengths:
             flops = ours.flops_per_token(mean_src, length)["decoder_per_target_token"]
             for system in wanted:
                 seconds, count = best[(beam, length, system)]
-                bf16 = system == "ours-bf16" or (system == "ours" and ours_bf16)
-                rate = rates["bf16"] if bf16 else float32  # the floor at the precision the system ran in
+                precision = {"ours-bf16": "bf16", "ours-int8": "int8", "ct2-int8": "int8", "ours": ours_precision}
+                rate = rates.get(precision.get(system, "float32"), float32)  # the floor at the precision it ran in
                 rows.append(
                     {
                         "size": size,

@@ -6,7 +6,7 @@ parameters (`OneDnnLinear`) and set which implementation of eq. (1) the attentio
 
 from aiayn.kernels.bf16 import Bf16Linear, swap_bf16_linears
 from aiayn.kernels.cpu_features import CpuFeatures, cpu_features
-from aiayn.kernels.int8 import quantize_int8
+from aiayn.kernels.int8 import Int8Linear, quantize_int8
 from aiayn.kernels.onednn import OneDnnLinear, onednn_available, onednn_linear, swap_linears
 from aiayn.kernels.select import (
     Runtime,
@@ -21,6 +21,7 @@ from aiayn.kernels.select import (
 __all__ = [
     "Bf16Linear",
     "CpuFeatures",
+    "Int8Linear",
     "OneDnnLinear",
     "Runtime",
     "choose_attention",

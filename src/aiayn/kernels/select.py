@@ -9,7 +9,7 @@
   (`aiayn.kernels.dropout.RandMaskDropout`: the same distribution, another random stream);
 - precision: the training autocast dtype (`resolve_precision`); for decoding float32, bf16 products in both
   stacks with float32 activations, logits and scores (`aiayn.kernels.bf16.Bf16Linear`), or int8 linear
-  layers with per-row weight scales (`choose_decode_precision`).
+  layers with per-row weight and input scales (`aiayn.kernels.int8.Int8Linear`); `choose_decode_precision`.
 
 "auto" picks by device, dtype and workload; the rules and the measurements behind them are in
 docs/ARCHITECTURE.md and docs/benchmarks/. `Runtime` records what was chosen; benchmarks and logs print it.
@@ -25,7 +25,7 @@ from torch import nn
 from aiayn.kernels.bf16 import swap_bf16_linears
 from aiayn.kernels.cpu_features import CpuFeatures, cpu_features
 from aiayn.kernels.dropout import swap_dropout
-from aiayn.kernels.int8 import quantize_int8
+from aiayn.kernels.int8 import int8_available, quantize_int8
 from aiayn.kernels.modules import replace_modules
 from aiayn.kernels.onednn import describe_min_rows, onednn_available, swap_linears
 from aiayn.model import Transformer
@@ -99,14 +99,19 @@ def resolve_precision(name: str, device: torch.device, features: CpuFeatures | N
 
 def choose_decode_precision(setting: str, device: torch.device, features: CpuFeatures | None = None) -> str:
     """float32 | bf16 | int8 for decoding. auto: bf16 on a GPU, or on a CPU with native bf16 matrix units (AMX,
-    AVX-512 BF16), where bf16 products run several times faster; float32 elsewhere (emulated bf16 is slower,
-    and int8 is approximate: it is chosen only when asked for)."""
+    AVX-512 BF16), where bf16 products run several times faster; int8 on other x86 CPUs with AVX2 (fbgemm's
+    kernels beat float32 there, at -0.02 BLEU: docs/benchmarks/precision.md); float32 elsewhere."""
     _check("precision", setting)
     if setting != "auto":
         return setting
     if device.type == "cuda":
         return "bf16"
-    return "bf16" if device.type == "cpu" and (features or cpu_features()).native_bf16 else "float32"
+    if device.type != "cpu":
+        return "float32"
+    features = features or cpu_features()
+    if features.native_bf16:
+        return "bf16"
+    return "int8" if "avx2" in features.flags and int8_available() else "float32"
 
 
 def _device_dtype(model: Transformer) -> tuple[torch.device, torch.dtype]:
@@ -165,7 +170,10 @@ def prepare_for_inference(
     if kernel == "onednn":
         swap_linears(model, packed=True)
         shapes = describe_min_rows(model)
-    labels = {"int8": "int8 linears (per-row scales), float32 scores", "bf16": "bf16 stacks, float32 logits"}
+    labels = {
+        "int8": "int8 linears (per-row weight and input scales), float32 scores",
+        "bf16": "bf16 stacks, float32 logits",
+    }
     label = labels.get(precision, "float32")
     return model, Runtime(encoder, decoder, kernel, label, shapes)
 

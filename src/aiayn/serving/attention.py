@@ -49,7 +49,7 @@ def attention_maps(translator: Translator, source: str, translation: Translation
     source_ids = piece_ids(source_tok, translation.source_pieces) + [c.eos_id]  # what the search read
     output = list(translation.pieces[0]) if translation.pieces else []
     target_in = [c.decoder_start_id] + piece_ids(target_tok, output)  # what the decoder read
-    device = model.output_weight().device
+    device = model.tgt_embed.weight.device  # embeddings stay float under every fast path
     with torch.no_grad():
         memory = model.encode(torch.tensor([source_ids], device=device), need_weights=True)
         out = model.decode(torch.tensor([target_in], device=device), memory, need_weights=True, project=False)

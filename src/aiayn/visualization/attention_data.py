@@ -121,7 +121,7 @@ def capture_attention(
     was_training = model.training
     model.eval()
     try:
-        device = model.output_weight().device
+        device = model.tgt_embed.weight.device  # embeddings stay float under every fast path
         src = torch.tensor([source_ids], device=device)
         tgt = torch.tensor([target_ids], device=device)
         with torch.no_grad():
