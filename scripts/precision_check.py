@@ -64,10 +64,11 @@ def main() -> int:
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
-    auto = choose_decode_precision("auto", torch.device("cpu"))
+    d_model = translator.model.config.d_model
+    auto = choose_decode_precision("auto", torch.device("cpu"), d_model=d_model)
     report = {"cpu": cpu_features().describe(), "auto_picks": auto, "model": str(args.model), "sentences": len(src)}
     report["rows"] = rows
-    print(f"auto picks {auto} on this CPU ({report['cpu']})")
+    print(f"auto picks {auto} for this model (d_model {d_model}) on this CPU ({report['cpu']})")
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0

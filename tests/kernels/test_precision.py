@@ -4,6 +4,7 @@ $AIAYN_CPU_FLAGS), that the picked path exists here, and bf16 / int8 outputs aga
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -18,6 +19,7 @@ from aiayn.kernels import (
     prepare_for_inference,
     resolve_precision,
 )
+from aiayn.kernels.select import INT8_MIN_D_MODEL
 from tests.decoding.conftest import peaky_model, random_sources
 
 CPU = torch.device("cpu")
@@ -43,14 +45,31 @@ def test_auto_follows_the_cpu_features(monkeypatch, flags: str, decode: str, tra
         choose_decode_precision("fp8", CPU)
 
 
+@pytest.mark.parametrize(("flags", "d_model", "decode"), [
+    ("fpu sse avx2 fma", INT8_MIN_D_MODEL // 2, "float32"),  # narrow products: int8 gains less than it costs
+    ("fpu sse avx2 fma", INT8_MIN_D_MODEL, "int8"),
+    ("avx2 avx512f avx512_bf16", INT8_MIN_D_MODEL // 2, "bf16"),  # bf16 whatever the width
+])  # fmt: skip
+def test_auto_int8_needs_wide_products(monkeypatch, flags: str, d_model: int, decode: str) -> None:
+    monkeypatch.setenv("AIAYN_CPU_FLAGS", flags)
+    assert choose_decode_precision("auto", CPU, d_model=d_model) == decode
+    model = peaky_model(VOCAB, seed=1)
+    model.config = dataclasses.replace(model.config, d_model=d_model)  # what the rule reads; weights unchanged
+    _, runtime = prepare_for_inference(model, precision="auto")
+    assert runtime.precision.startswith({"float32": "float32", "int8": "int8", "bf16": "bf16"}[decode])
+
+
 def test_auto_picks_a_path_this_machine_has() -> None:
     features = cpu_features()
     assert features.model and "avx2" in features.describe() or not features.flags
-    picked = choose_decode_precision("auto", CPU)
-    model, runtime = prepare_for_inference(peaky_model(VOCAB, seed=1), precision="auto")
     labels = {"bf16": "bf16 stacks", "int8": "int8 linears (per-row weight and input scales)", "float32": "float32"}
-    assert runtime.precision.startswith(labels[picked])
-    generate(model, random_sources(2, 4, VOCAB, seed=1), DecodeConfig(beam=2, max_len_b=4))
+    for d_model in (16, INT8_MIN_D_MODEL):  # the test model's own width, and one where int8 can be picked
+        picked = choose_decode_precision("auto", CPU, d_model=d_model)
+        model = peaky_model(VOCAB, seed=1)
+        model.config = dataclasses.replace(model.config, d_model=d_model)
+        model, runtime = prepare_for_inference(model, precision="auto")
+        assert runtime.precision.startswith(labels[picked])
+        generate(model, random_sources(2, 4, VOCAB, seed=1), DecodeConfig(beam=2, max_len_b=4))
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ do the same work: L decoder steps per sentence), L in --lengths, and reports out
     ours-plain      the same search on the model as built, without `prepare_for_inference` or the allocator
                     setting (torch's default float32 matmul path): a plain PyTorch program
     ours-uncached   ours re-running the decoder over the whole prefix at every step (no KV cache)
+    ours-float32    ours with precision float32 (oneDNN-packed weights), whatever auto picks
     ours-bf16       bf16 weights (float32 log-softmax and scores); fast only on CPUs with native bf16 matmuls
     ours-int8       `prepare_for_inference(precision="int8")`: int8 linears, per-row weight and input scales (fbgemm)
     hf              Hugging Face MarianMTModel.generate (same shape, KV cache)
@@ -56,8 +57,11 @@ from aiayn.kernels import Bf16Linear, Int8Linear, onednn_available, prepare_for_
 from aiayn.kernels.int8 import int8_available, int8_product
 from aiayn.model import Transformer
 
-SYSTEMS = ("ours", "ours-plain", "ours-uncached", "ours-bf16", "ours-int8", "hf", "ct2-float32", "ct2-int8")
-OURS_REUSING_MEMORY = ("ours", "ours-uncached", "ours-bf16", "ours-int8")  # as Translator.from_pretrained sets them up
+SYSTEMS = (
+    "ours", "ours-plain", "ours-uncached", "ours-float32", "ours-bf16", "ours-int8", "hf", "ct2-float32", "ct2-int8"
+)  # fmt: skip
+# as Translator.from_pretrained sets them up
+OURS_REUSING_MEMORY = ("ours", "ours-uncached", "ours-float32", "ours-bf16", "ours-int8")
 PEER_PACKAGES = {"hf": "transformers", "ct2-float32": "ctranslate2", "ct2-int8": "ctranslate2"}
 OP_KINDS = {  # torch.profiler op name -> kind of work, for the profile summary
     "matmul, oneDNN packed": ("mkldnn::_linear_pointwise",),
@@ -219,7 +223,8 @@ def build_system(system: str, config: ModelConfig, tokenizer: Tokenizer, args: a
         model = Transformer(config).eval()
         if system == "ours-plain":
             return model
-        precision = {"ours-int8": "int8", "ours-bf16": "bf16"}.get(system, "auto")  # ours: what auto picks
+        named = {"ours-int8": "int8", "ours-bf16": "bf16", "ours-float32": "float32"}
+        precision = named.get(system, "auto")  # ours: what auto picks
         model, runtime = prepare_for_inference(model, precision=precision)
         print(f"{system}: {runtime.describe()}", file=sys.stderr)
         return model

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         "forward_flops_per_token_pair": flops["encoder_per_source_token"] + flops["decoder_per_target_token"],
     }
     if args.runtime:
-        report["runtime"] = runtime_report()
+        report["runtime"] = runtime_report(config.d_model)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -87,13 +87,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def runtime_report() -> dict[str, object]:
-    """What `auto` picks on this machine (CPU), from the feature probe (`aiayn.kernels`)."""
+def runtime_report(d_model: int | None = None) -> dict[str, object]:
+    """What `auto` picks on this machine (CPU) for a model of width `d_model`, from the feature probe."""
     from aiayn.kernels import choose_attention, choose_decode_precision, choose_linear, cpu_features, resolve_precision
 
     cpu = torch.device("cpu")
     train = resolve_precision("auto", cpu)
-    decode = choose_decode_precision("auto", cpu)
+    decode = choose_decode_precision("auto", cpu, d_model=d_model)
     decode_dtype = torch.float32  # activations are float32 at every decoding precision
     return {
         "cpu": cpu_features().describe(),

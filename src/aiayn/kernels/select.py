@@ -35,6 +35,7 @@ CHOICES = {
     "linear": ("auto", "onednn", "torch"),
     "precision": ("auto", "float32", "bf16", "int8"),
 }
+INT8_MIN_D_MODEL = 256  # auto decodes in int8 from this width (CPUs without native bf16)
 _EXPLICIT_MAX_KEYS = 256  # bf16 CPU training: up to this many keys the explicit formula's backward is faster
 
 
@@ -97,10 +98,13 @@ def resolve_precision(name: str, device: torch.device, features: CpuFeatures | N
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
 
 
-def choose_decode_precision(setting: str, device: torch.device, features: CpuFeatures | None = None) -> str:
+def choose_decode_precision(
+    setting: str, device: torch.device, features: CpuFeatures | None = None, d_model: int | None = None
+) -> str:
     """float32 | bf16 | int8 for decoding. auto: bf16 on a GPU, or on a CPU with native bf16 matrix units (AMX,
-    AVX-512 BF16), where bf16 products run several times faster; int8 on other x86 CPUs with AVX2 (fbgemm's
-    kernels beat float32 there, at -0.02 BLEU: docs/benchmarks/precision.md); float32 elsewhere."""
+    AVX-512 BF16), where bf16 products run several times faster; int8 on other x86 CPUs with AVX2 for models of
+    d_model >= INT8_MIN_D_MODEL (smaller products gain less than the per-row input scaling costs;
+    docs/benchmarks/precision.md); float32 elsewhere."""
     _check("precision", setting)
     if setting != "auto":
         return setting
@@ -111,7 +115,8 @@ def choose_decode_precision(setting: str, device: torch.device, features: CpuFea
     features = features or cpu_features()
     if features.native_bf16:
         return "bf16"
-    return "int8" if "avx2" in features.flags and int8_available() else "float32"
+    wide = d_model is None or d_model >= INT8_MIN_D_MODEL
+    return "int8" if wide and "avx2" in features.flags and int8_available() else "float32"
 
 
 def _device_dtype(model: Transformer) -> tuple[torch.device, torch.dtype]:
@@ -156,7 +161,8 @@ def prepare_for_inference(
     model.eval()
     remove_dropout(model)  # inference only: the prepared model is not for training
     device, dtype = _device_dtype(model)
-    precision = "int8" if int8 else choose_decode_precision(precision, device)
+    d_model = model.config.d_model
+    precision = "int8" if int8 else choose_decode_precision(precision, device, d_model=d_model)
     encoder, decoder = choose_attention(attention, device, dtype, training=False)
     kernel = choose_linear(linear, device, dtype)
     if precision == "int8":
@@ -180,6 +186,7 @@ def prepare_for_inference(
 
 __all__ = [
     "CHOICES",
+    "INT8_MIN_D_MODEL",
     "Runtime",
     "choose_attention",
     "choose_decode_precision",
