@@ -153,8 +153,10 @@ def test_int8_linear_is_per_row_quantization(bias: bool) -> None:
     generator = torch.Generator().manual_seed(0)
     linear = torch.nn.Linear(64, 48, bias=bias)
     x = torch.randn(3, 5, 64, generator=generator) * torch.logspace(-2, 2, 5)[:, None]  # rows of unlike sizes
-    got = Int8Linear(linear)(x)
+    layer = Int8Linear(linear)
+    got = layer(x)
     assert got.dtype == torch.float32 and got.shape == (3, 5, 48)
+    assert torch.equal(copy.deepcopy(layer)(x), got)  # a copied model decodes the same
     w = linear.weight.detach().double()
     w_scale = w.abs().amax(1, keepdim=True) / 127
     w_hat = (w / w_scale).round() * w_scale

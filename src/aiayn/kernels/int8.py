@@ -78,6 +78,8 @@ def quantize_int8(model: nn.Module) -> nn.Module:
     """A copy of `model` whose linear layers (`int8_layer_names`) are `Int8Linear`."""
     if not int8_available():
         raise ValueError("precision int8 needs torch's fbgemm kernels (an x86 CPU build); use float32 or bf16")
+    if any(p.device.type != "cpu" for p in model.parameters()):
+        raise ValueError("precision int8 runs on the CPU (fbgemm); on a GPU use bf16 or float32")
     quantized = copy.deepcopy(model)
     targets = {id(quantized.get_submodule(name)) for name in int8_layer_names(quantized)}
     replace_modules(quantized, lambda m: id(m) in targets, Int8Linear)
