@@ -8,6 +8,8 @@ import json
 import pytest
 import torch
 
+from aiayn.decoding import Translator
+from aiayn.model import Transformer
 from aiayn.serving.text import sentences as split_sentences
 from tests.decoding.model_dir import multi30k_test_sentences
 from tests.serving.conftest import make_service, running
@@ -207,3 +209,12 @@ def test_health_info_metrics_openapi(client):
     assert client.get("/static/app.js").status == 200
     missing = client.get("/nothing")
     assert missing.status == 404 and missing.json() == {"error": "Not Found"}
+
+
+def test_info_counts_the_parameters_of_an_int8_model(serve_model_dir):
+    """int8 packs the linear weights out of the module's parameters; /v1/info still reports the model's count."""
+    translator = Translator.from_pretrained(serve_model_dir, precision="int8", reuse_memory=False)
+    assert "int8" in translator.runtime.precision
+    with running(make_service(serve_model_dir, translator)) as client:
+        (model,) = client.get("/v1/info").json()["models"]
+    assert model["parameters"] == Transformer.from_pretrained(serve_model_dir).num_parameters()

@@ -157,13 +157,10 @@ def _value(x: Any) -> str:
 
 
 def parameters(config: ModelConfig) -> int:
-    """The parameter count of a model of this configuration, built on the meta device (no memory, no time)."""
-    import torch
-
+    """The parameter count of a model of this configuration (`Transformer.count_parameters`)."""
     from aiayn.model import Transformer
 
-    with torch.device("meta"):
-        return Transformer(config).num_parameters()
+    return Transformer.count_parameters(config)
 
 
 def select(rows: str) -> list[str]:

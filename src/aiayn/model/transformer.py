@@ -167,6 +167,13 @@ class Transformer(nn.Module):
                 total += p.numel()
         return total
 
+    @staticmethod
+    def count_parameters(config: ModelConfig) -> int:
+        """`num_parameters()` of a model of this configuration, built on the meta device (no memory, no time):
+        also the count of a model whose layers a fast path replaced (int8 packs its weights out of parameters)."""
+        with torch.device("meta"):
+            return Transformer(config).num_parameters()
+
     def flops_per_token(self, src_len: int = 32, tgt_len: int = 32) -> dict[str, float]:
         """Forward FLOPs (2 per multiply-add) per source and per target token at the given lengths."""
         c = self.config

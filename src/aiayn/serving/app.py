@@ -32,6 +32,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
+from aiayn.model import Transformer
 from aiayn.serving import errors
 from aiayn.serving.errors import ApiError
 from aiayn.serving.languages import language_name
@@ -267,7 +268,7 @@ def create_app(service: Service) -> FastAPI:
                     "source": m.source,
                     "target": m.target,
                     "name": m.name,
-                    "parameters": sum(p.numel() for p in m.translator.model.parameters()),
+                    "parameters": Transformer.count_parameters(m.translator.model.config),  # int8 packs weights
                     "vocabulary": m.translator.tokenizer.vocab_size,
                     "target_vocabulary": m.translator.target_tokenizer.vocab_size,
                     "source_limit_tokens": m.translator.source_limit(),
