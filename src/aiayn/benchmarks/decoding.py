@@ -319,6 +319,7 @@ def measure_size(
     ours = built.get("ours") or build_system("ours", config, tokenizer, args)
     picked = {type(m) for m in ours.modules()}  # what auto picked for "ours"
     ours_precision = "bf16" if Bf16Linear in picked else "int8" if Int8Linear in picked else "float32"
+    precision = {"ours-bf16": "bf16", "ours-int8": "int8", "ct2-int8": "int8", "ours": ours_precision}  # others: f32
     rows = []
     mean_src = round(statistics.fmean(map(len, sources))) + 1
     for beam in beams:
@@ -328,7 +329,6 @@ def measure_size(
             flops = ours.flops_per_token(mean_src, length)["decoder_per_target_token"]
             for system in wanted:
                 seconds, count = best[(beam, length, system)]
-                precision = {"ours-bf16": "bf16", "ours-int8": "int8", "ct2-int8": "int8", "ours": ours_precision}
                 rate = rates.get(precision.get(system, "float32"), float32)  # the floor at the precision it ran in
                 rows.append(
                     {
