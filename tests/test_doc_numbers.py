@@ -73,19 +73,27 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
     return scores
 
 
-def test_recipe_bleu_quoted_is_the_results_file() -> None:
-    results = DOCS / "multi30k-wu.results.txt"
+@pytest.mark.parametrize(
+    "name, section",
+    [
+        ("multi30k-wu", "## The recipe of issue 15: `configs/multi30k-wu.yaml`"),
+        ("multi30k-wu-tok", "## The recipe on tok/: `configs/multi30k-wu-tok.yaml`"),
+    ],
+)
+def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str) -> None:
+    results = DOCS / f"{name}.results.txt"
     if not results.exists():
-        pytest.skip("the multi30k-wu recipe has not been run and committed yet")
+        pytest.skip(f"the {name} recipe has not been run and committed yet")
     scores = results_file_scores(results)
-    assert scores, "docs/multi30k-wu.results.txt holds no BLEU lines"
+    assert scores, f"docs/{name}.results.txt holds no BLEU lines"
     text = (DOCS / "RESULTS.md").read_text()
-    wu = text.split("configs/multi30k-wu.yaml", 1)[1]  # the recipe's own section (the tiny run's table is above)
+    assert section in text, f"RESULTS.md has no section {section!r}"
+    part = text.split(section, 1)[1].split("\n## ", 1)[0]  # this recipe's own section
     for (model, kind), bleu in scores.items():
-        row = re.search(rf"\| \*?\*?`{model}`[^\n]*", wu)
-        assert row, f"RESULTS.md has no row for {model} after the multi30k-wu.yaml mention"
+        row = re.search(rf"\| \*?\*?`{model}`[^\n]*", part)
+        assert row, f"RESULTS.md has no row for {model} in {section!r}"
         assert f"{bleu:.2f}" in row.group(0), f"RESULTS.md's {model} row does not quote {kind} BLEU {bleu:.2f}"
-    metrics = records("multi30k-wu.metrics.jsonl")
+    metrics = records(f"{name}.metrics.jsonl")
     end = next(r for r in metrics if r["kind"] == "end")
-    assert f"{end['step']:,} updates" in wu
-    assert f"{parameters('multi30k-wu.yaml'):,} parameters" in wu
+    assert f"{end['step']:,} updates" in part
+    assert f"{parameters(name + '.yaml'):,} parameters" in part
