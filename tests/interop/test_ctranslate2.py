@@ -40,6 +40,7 @@ def _model_dir(tmp_path: Path) -> Path:
 
 
 def _ct2_translate(ct2_dir: Path, translator: Translator, sentences: list[str], beam: int) -> list[str]:
+    threads = torch.get_num_threads()  # CTranslate2 sets the OpenMP thread count it shares with torch
     ct2 = ctranslate2.Translator(str(ct2_dir), device="cpu", intra_threads=1)
     c = translator.model.config
     src_tok, tgt_tok = translator.tokenizer, translator.target_tokenizer
@@ -52,6 +53,8 @@ def _ct2_translate(ct2_dir: Path, translator: Translator, sentences: list[str], 
         tokens, beam_size=beam, length_penalty=0.0, max_decoding_length=MAX_LEN_B, suppress_sequences=suppress,
         return_end_token=False, min_decoding_length=0,  # ctranslate2 defaults to 1: no empty outputs
     )
+    del ct2
+    torch.set_num_threads(threads)  # later tests in this process train and time with torch's own setting
     vocab = tgt_tok.vocab if hasattr(tgt_tok, "vocab") else None
     out = []
     for result in results:

@@ -33,7 +33,8 @@ def weights(checkpoint: Path) -> dict[str, torch.Tensor]:
 
 def test_fsdp_matches_ddp_and_resumes(m30k_bin: Path, tmp_path: Path) -> None:
     config = tmp_path / "run.yaml"
-    run = tiny_run(m30k_bin, tmp_path / "unused", max_updates=6, save_every=3, valid_every=3, clip_norm=1.0)
+    run = tiny_run(m30k_bin, tmp_path / "unused", max_updates=6, save_every=3, valid_every=3, clip_norm=1.0,
+                   precision="fp32")  # the reductions agree to float32 rounding; bf16 (auto on AMX) is coarser
     config.write_text(dump_run_config(run), encoding="utf-8")
     fsdp = "train.fsdp=true"
     train(config, tmp_path / "ddp", "--set", "train.linear_kernel=torch")  # FSDP runs torch's kernels too
