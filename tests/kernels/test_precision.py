@@ -19,7 +19,7 @@ from aiayn.kernels import (
     prepare_for_inference,
     resolve_precision,
 )
-from aiayn.kernels.select import INT8_MIN_D_MODEL
+from aiayn.kernels.select import BF16_TRAIN_MIN_D_MODEL, INT8_MIN_D_MODEL
 from tests.decoding.conftest import peaky_model, random_sources
 
 CPU = torch.device("cpu")
@@ -43,6 +43,19 @@ def test_auto_follows_the_cpu_features(monkeypatch, flags: str, decode: str, tra
     assert choose_decode_precision("int8", CPU) == "int8"  # an explicit choice is kept
     with pytest.raises(ValueError, match="precision implementation must be one of"):
         choose_decode_precision("fp8", CPU)
+
+
+@pytest.mark.parametrize(("flags", "d_model", "train"), [
+    ("avx2 avx512f avx512_bf16 amx_bf16 amx_int8", BF16_TRAIN_MIN_D_MODEL // 2, torch.float32),  # narrow: fp32
+    ("avx2 avx512f avx512_bf16 amx_bf16 amx_int8", BF16_TRAIN_MIN_D_MODEL, torch.bfloat16),
+    ("avx2 avx512f avx512_bf16", 4 * BF16_TRAIN_MIN_D_MODEL, torch.bfloat16),
+    ("fpu sse avx2 fma", 4 * BF16_TRAIN_MIN_D_MODEL, torch.float32),  # no native bf16 at any width
+])  # fmt: skip
+def test_auto_training_bf16_needs_wide_products(monkeypatch, flags: str, d_model: int, train: torch.dtype) -> None:
+    monkeypatch.setenv("AIAYN_CPU_FLAGS", flags)
+    assert resolve_precision("auto", CPU, d_model=d_model) == train
+    assert resolve_precision("fp32", CPU, d_model=4 * BF16_TRAIN_MIN_D_MODEL) == torch.float32  # explicit: kept
+    assert resolve_precision("bf16", CPU, d_model=BF16_TRAIN_MIN_D_MODEL // 2) == torch.bfloat16
 
 
 @pytest.mark.parametrize(("flags", "d_model", "decode"), [

@@ -281,22 +281,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.precision == "auto":
-        from aiayn.kernels import resolve_precision
+def precision_for(setting: str, device: str, size: str, vocab: int) -> str:
+    """fp32 | bf16 for one size: an explicit setting as given; auto what train.precision=auto picks for its width."""
+    if setting != "auto":
+        return setting
+    from aiayn.kernels import resolve_precision
 
-        args.precision = "bf16" if resolve_precision("auto", torch.device(args.device)) == torch.bfloat16 else "fp32"
-        print(f"bench training: precision auto -> {args.precision}", file=sys.stderr)
+    d_model = model_config(size, vocab).d_model
+    return "bf16" if resolve_precision("auto", torch.device(device), d_model=d_model) == torch.bfloat16 else "fp32"
+
+
+def run(args: argparse.Namespace) -> int:
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    precisions = {size: precision_for(args.precision, args.device, size, args.vocab) for size in sizes}
+    if args.precision == "auto":
+        picks = ", ".join(f"{size} {p}" for size, p in precisions.items())
+        print(f"bench training: precision auto -> {picks}", file=sys.stderr)
     impls = [i.strip() for i in args.impls.split(",") if i.strip() and _available(i.strip())]
-    keys = ("vocab", "batch", "length", "threads", "device", "precision", "warmup", "steps")
+    keys = ("vocab", "batch", "length", "threads", "device", "warmup", "steps")
     settings = {k: getattr(args, k) for k in keys}
     settings.update(compile=args.compile, tune_peers=args.tune_peers, onednn_peers=args.onednn_peers)
     src, _, tgt_out = synthetic_batch(args.batch, args.length, args.vocab)
     src_tokens, tgt_tokens = int((src != 0).sum()), int((tgt_out != 0).sum())
-    rate = [matmul_gflops(args.threads, args.device, args.precision) for _ in range(3)]
-    best = {(size, impl): r for size in sizes for impl, r in measure_interleaved(size, impls, settings).items()}
-    gflops = max(rate + [matmul_gflops(args.threads, args.device, args.precision) for _ in range(3)])
+    used = sorted(set(precisions.values()))
+    rate = {p: [matmul_gflops(args.threads, args.device, p) for _ in range(3)] for p in used}
+    best = {}
+    for size in sizes:
+        measured = measure_interleaved(size, impls, {**settings, "precision": precisions[size]})
+        best.update({(size, impl): r for impl, r in measured.items()})
+    gflops = {p: max(rate[p] + [matmul_gflops(args.threads, args.device, p) for _ in range(3)]) for p in used}
     rows = []
     for size in sizes:
         c = model_config(size, args.vocab)
@@ -310,26 +323,32 @@ def run(args: argparse.Namespace) -> int:
         for impl in impls:
             r = best[(size, impl)]
             rows.append({
-                "size": size, "impl": impl, "step_s": r["step_s"], "tgt_tokens_per_s": tgt_tokens / r["step_s"],
-                "tokens_per_s": (src_tokens + tgt_tokens) / r["step_s"], "median_step_s": r["median_s"],
-                "peak_mib": r["peak_mib"],
-                "mfu": step_flops / r["step_s"] / (gflops * 1e9),
+                "size": size, "impl": impl, "precision": precisions[size], "step_s": r["step_s"],
+                "tgt_tokens_per_s": tgt_tokens / r["step_s"], "tokens_per_s": (src_tokens + tgt_tokens) / r["step_s"],
+                "median_step_s": r["median_s"], "peak_mib": r["peak_mib"],
+                "mfu": step_flops / r["step_s"] / (gflops[precisions[size]] * 1e9),
                 "speedup_vs_fastest_peer": fastest_peer / r["step_s"] if fastest_peer else None,
             })  # fmt: skip
-    report = {"matmul_gflops": gflops, "src_tokens": src_tokens, "tgt_tokens": tgt_tokens, **settings, "rows": rows}
+    from aiayn.kernels import cpu_features
+
+    report = {"cpu": cpu_features().describe(), "torch": torch.__version__, "matmul_gflops": gflops,
+              "src_tokens": src_tokens, "tgt_tokens": tgt_tokens, **settings, "precision": args.precision,
+              "precisions": precisions, "rows": rows}  # fmt: skip
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"{args.precision} matmul: {gflops:.0f} GFLOP/s ({args.threads} threads, {args.device}); "
+    rates = ", ".join(f"{p} {g:.0f}" for p, g in gflops.items())
+    print(f"machine: {report['cpu']}, torch {report['torch']}")
+    print(f"matmul: {rates} GFLOP/s ({args.threads} threads, {args.device}); "
           f"batch {args.batch} x {args.length}: {src_tokens} source + {tgt_tokens} target tokens; vocab {args.vocab}; "
-          f"{args.precision} autocast; peers {'tuned' if args.tune_peers else 'as by default'}"
+          f"autocast {args.precision}; peers {'tuned' if args.tune_peers else 'as by default'}"
           f"{', oneDNN linears' if args.onednn_peers else ''}")  # fmt: skip
-    print(f"{'size':<6}{'implementation':<22}{'s/step':>8}{'tgt tok/s':>11}{'tok/s':>9}{'peak MiB':>10}{'MFU':>7}"
-          f"{'vs fastest peer':>17}")  # fmt: skip
+    print(f"{'size':<6}{'implementation':<22}{'precision':>10}{'s/step':>8}{'tgt tok/s':>11}{'tok/s':>9}"
+          f"{'peak MiB':>10}{'MFU':>7}{'vs fastest peer':>17}")  # fmt: skip
     for r in rows:
         ratio = f"{r['speedup_vs_fastest_peer']:.2f}x" if r["speedup_vs_fastest_peer"] else "-"
-        print(f"{r['size']:<6}{r['impl']:<22}{r['step_s']:>8.3f}{r['tgt_tokens_per_s']:>11.0f}{r['tokens_per_s']:>9.0f}"
-              f"{r['peak_mib']:>10.0f}{r['mfu']:>7.1%}{ratio:>17}")  # fmt: skip
+        print(f"{r['size']:<6}{r['impl']:<22}{r['precision']:>10}{r['step_s']:>8.3f}{r['tgt_tokens_per_s']:>11.0f}"
+              f"{r['tokens_per_s']:>9.0f}{r['peak_mib']:>10.0f}{r['mfu']:>7.1%}{ratio:>17}")  # fmt: skip
     return 0
 
 

@@ -40,19 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-figures", action="store_true", help="skip the attention figures")
 
 
-def cpu_precision() -> list[str]:
-    """bf16 autocast where the CPU has native bf16 matmuls (figures: docs/benchmarks/training.md); else the recipe's."""
-    import torch
-
-    if torch.cuda.is_available():
-        return []
-    try:
-        native = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        native = False
-    return ["train.precision=bf16"] if native else []
-
-
 def banner(text: str) -> None:
     print(f"\n=== {text} ===", flush=True)
 
@@ -73,7 +60,6 @@ def run(args: argparse.Namespace) -> int:
     if not config_path.is_file():
         raise FileNotFoundError(f"{config_path}: recipe not found; pass --config configs/multi30k-tiny.yaml")
     sets = [
-        *cpu_precision(),
         f"data.raw_dir={multi30k.parent}",
         f"train.out_dir={args.out}",
         f"train.max_minutes={args.minutes}",

@@ -92,7 +92,7 @@ def runtime_report(d_model: int | None = None) -> dict[str, object]:
     from aiayn.kernels import choose_attention, choose_decode_precision, choose_linear, cpu_features, resolve_precision
 
     cpu = torch.device("cpu")
-    train = resolve_precision("auto", cpu)
+    train = resolve_precision("auto", cpu, d_model=d_model)
     decode = choose_decode_precision("auto", cpu, d_model=d_model)
     decode_dtype = torch.float32  # activations are float32 at every decoding precision
     return {

@@ -36,6 +36,7 @@ CHOICES = {
     "precision": ("auto", "float32", "bf16", "int8"),
 }
 INT8_MIN_D_MODEL = 256  # auto decodes in int8 from this width (CPUs without native bf16)
+BF16_TRAIN_MIN_D_MODEL = 256  # auto trains in bf16 on CPUs with native bf16 from this width
 _EXPLICIT_MAX_KEYS = 256  # bf16 CPU training: up to this many keys the explicit formula's backward is faster
 
 
@@ -85,14 +86,19 @@ def choose_linear(setting: str, device: torch.device, dtype: torch.dtype, sharde
     return "onednn" if setting != "torch" and applicable else "torch"
 
 
-def resolve_precision(name: str, device: torch.device, features: CpuFeatures | None = None) -> torch.dtype:
-    """Training autocast dtype. auto: bf16 on a GPU that supports it or a CPU with native bf16 matrix units
-    (AMX, AVX-512 BF16), else fp32; fp16 needs CUDA."""
+def resolve_precision(
+    name: str, device: torch.device, features: CpuFeatures | None = None, d_model: int | None = None
+) -> torch.dtype:
+    """Training autocast dtype. auto: bf16 on a GPU that supports it; on a CPU with native bf16 matrix units (AMX,
+    AVX-512 BF16) bf16 for models of d_model >= BF16_TRAIN_MIN_D_MODEL (narrower ones train faster in float32 on
+    real, variably shaped batches; docs/benchmarks/training.md), else fp32; fp16 needs CUDA."""
     if name == "auto":
         if device.type == "cuda":
             name = "bf16" if torch.cuda.is_bf16_supported() else "fp32"
         else:
-            name = "bf16" if device.type == "cpu" and (features or cpu_features()).native_bf16 else "fp32"
+            wide = d_model is None or d_model >= BF16_TRAIN_MIN_D_MODEL
+            native = device.type == "cpu" and (features or cpu_features()).native_bf16
+            name = "bf16" if native and wide else "fp32"
     if name == "fp16" and device.type != "cuda":
         raise ValueError("train.precision=fp16 needs a CUDA device; use bf16 or fp32")
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]

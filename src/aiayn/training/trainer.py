@@ -90,7 +90,7 @@ class Trainer:
             raise ValueError("set at least one of train.max_updates, train.max_epochs, train.max_minutes")
         model = model.to(ctx.device)
         self.fsdp = c.fsdp and ctx.distributed
-        self.dtype = resolve_precision(c.precision, ctx.device)
+        self.dtype = resolve_precision(c.precision, ctx.device, d_model=run.model.d_model)
         self.runtime = prepare_for_training(
             model, c.attention_impl, c.linear_kernel, self.dtype, run.data.max_len + 1, sharded=self.fsdp
         )
