@@ -62,6 +62,7 @@ SYSTEMS = (
 )  # fmt: skip
 # as Translator.from_pretrained sets them up
 OURS_REUSING_MEMORY = ("ours", "ours-uncached", "ours-float32", "ours-bf16", "ours-int8")
+PINNED_PRECISION = {"ours-float32": "float32", "ours-bf16": "bf16", "ours-int8": "int8"}  # the rest of ours: auto
 PEER_PACKAGES = {"hf": "transformers", "ct2-float32": "ctranslate2", "ct2-int8": "ctranslate2"}
 OP_KINDS = {  # torch.profiler op name -> kind of work, for the profile summary
     "matmul, oneDNN packed": ("mkldnn::_linear_pointwise",),
@@ -223,8 +224,7 @@ def build_system(system: str, config: ModelConfig, tokenizer: Tokenizer, args: a
         model = Transformer(config).eval()
         if system == "ours-plain":
             return model
-        named = {"ours-int8": "int8", "ours-bf16": "bf16", "ours-float32": "float32"}
-        precision = named.get(system, "auto")  # ours: what auto picks
+        precision = PINNED_PRECISION.get(system, "auto")  # ours: what auto picks
         model, runtime = prepare_for_inference(model, precision=precision)
         print(f"{system}: {runtime.describe()}", file=sys.stderr)
         return model
@@ -319,7 +319,7 @@ def measure_size(
     ours = built.get("ours") or build_system("ours", config, tokenizer, args)
     picked = {type(m) for m in ours.modules()}  # what auto picked for "ours"
     ours_precision = "bf16" if Bf16Linear in picked else "int8" if Int8Linear in picked else "float32"
-    precision = {"ours-bf16": "bf16", "ours-int8": "int8", "ct2-int8": "int8", "ours": ours_precision}  # others: f32
+    precision = {**PINNED_PRECISION, "ct2-int8": "int8", "ours": ours_precision}  # the others: float32
     rows = []
     mean_src = round(statistics.fmean(map(len, sources))) + 1
     for beam in beams:
