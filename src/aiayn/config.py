@@ -265,6 +265,9 @@ class TrainConfig:
     weight_decay: float = 0.0
     lr_scale: float = 1.0  # eq. 3 times this: lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
     warmup: int = 4000  # warmup_steps of eq. 3
+    # after the warmup: inverse_sqrt = eq. 3; linear = from eq. 3's peak down to 0 at train.decay_updates
+    lr_decay: Literal["inverse_sqrt", "linear"] = "inverse_sqrt"
+    decay_updates: int = 0  # the update a linear decay reaches 0 at; 0 = train.max_updates
     clip_norm: float = 0.0  # clip the gradient norm to this; 0 = off (the paper does not clip)
     update_freq: int = 1  # micro-batches accumulated per update (gradient accumulation)
     max_updates: int = 0  # stop after this many updates; 0 = no limit (paper: 100k base, 300k big)
@@ -308,6 +311,13 @@ class TrainConfig:
         if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1 and self.adam_eps > 0):
             raise ConfigError("train.adam_beta1/adam_beta2 must be in [0, 1) and train.adam_eps > 0")
         check_choices(self, "train")
+        if self.decay_updates < 0:
+            raise ConfigError(f"train.decay_updates must be >= 0 (0 = train.max_updates), got {self.decay_updates}")
+        if self.lr_decay == "linear" and (self.decay_updates or self.max_updates) <= self.warmup:
+            raise ConfigError(
+                "train.lr_decay: linear needs train.decay_updates (or train.max_updates) above train.warmup"
+                f" ({self.warmup}), got {self.decay_updates or self.max_updates}"
+            )
 
 
 # --- run configuration: one YAML file, one section per dataclass --------------------------------------------

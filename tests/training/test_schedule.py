@@ -55,3 +55,34 @@ def test_scheduler_state_round_trip() -> None:
     optimizer.step(), scheduler.step(), fresh_optimizer.step(), fresh.step()
     assert fresh_optimizer.param_groups[0]["lr"] == optimizer.param_groups[0]["lr"]
     assert optimizer.param_groups[0]["lr"] == pytest.approx(2 * eq3(9, 256, 100), rel=1e-12)
+
+
+def test_linear_decay_warms_up_as_eq3_then_falls_to_zero_at_its_last_update() -> None:
+    """train.lr_decay: linear, through the optimizer: eq. 3 up to the peak, then a straight line to 0."""
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([param], lr=1.0)
+    scheduler = inverse_sqrt_schedule(optimizer, 128, 10, 2.0, decay="linear", total=50)
+    seen = []
+    for _ in range(60):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    peak = 2 * eq3(10, 128, 10)
+    for k in (1, 5, 10):
+        assert seen[k - 1] == pytest.approx(2 * eq3(k, 128, 10), rel=1e-12)
+    assert seen[29] == pytest.approx(peak * 20 / 40, rel=1e-12)  # update 30 of 50: halfway down from update 10
+    assert seen[48] == pytest.approx(peak / 40, rel=1e-12) and seen[49] == 0.0 and seen[59] == 0.0
+    assert all(a > b for a, b in zip(seen[9:49], seen[10:50]))  # strictly falling after the peak
+
+
+def test_linear_decay_needs_a_last_update_after_the_warmup() -> None:
+    from aiayn.config import ConfigError, TrainConfig
+
+    optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))])
+    with pytest.raises(ValueError, match="after the warmup"):
+        inverse_sqrt_schedule(optimizer, 128, 100, decay="linear", total=100)
+    with pytest.raises(ConfigError, match="train.decay_updates"):
+        TrainConfig(lr_decay="linear", warmup=1000, max_minutes=60)
+    with pytest.raises(ConfigError, match="train.lr_decay"):
+        TrainConfig(lr_decay="cosine", max_updates=10)
+    assert TrainConfig(lr_decay="linear", warmup=1000, max_updates=5000).decay_updates == 0

@@ -5,6 +5,9 @@
 a linear warmup for `warmup_steps` updates, then decay proportional to the inverse square root of the step;
 the peak, at step_num = warmup_steps, is (d_model * warmup_steps)^-0.5. `scale` multiplies the whole
 (1.0 is the paper; small corpora often use 2). Update k (counted from 1) uses lrate(k).
+
+Not in the paper: `decay="linear"` keeps eq. 3's warmup and peak, then falls linearly to 0 at update `total`
+(a budget known in advance: a short run ends at a small rate instead of eq. 3's tail).
 """
 
 from __future__ import annotations
@@ -24,8 +27,18 @@ def inverse_sqrt_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) ->
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
-def inverse_sqrt_schedule(optimizer: Optimizer, d_model: int, warmup: int, scale: float = 1.0) -> LambdaLR:
-    """A LambdaLR that sets every parameter group's lr to eq. 3 before each update.
+def linear_decay_lr(step: int, d_model: int, warmup: int, total: int, scale: float = 1.0) -> float:
+    """Eq. 3's warmup to its peak at `warmup`, then linear to 0 at update `total` (> warmup); 0 after."""
+    if step <= warmup:
+        return inverse_sqrt_lr(step, d_model, warmup, scale)
+    return inverse_sqrt_lr(warmup, d_model, warmup, scale) * max(0.0, (total - step) / (total - warmup))
+
+
+def inverse_sqrt_schedule(
+    optimizer: Optimizer, d_model: int, warmup: int, scale: float = 1.0, decay: str = "inverse_sqrt", total: int = 0
+) -> LambdaLR:
+    """A LambdaLR that sets every parameter group's lr to eq. 3 (or `decay="linear"` to `total`) before each
+    update.
 
     Call `scheduler.step()` after each `optimizer.step()`. After k calls the lr is lrate(k + 1), the rate of
     the next update; the optimizer's own lr is overwritten. Its state_dict is plain numbers (weights_only).
@@ -34,7 +47,12 @@ def inverse_sqrt_schedule(optimizer: Optimizer, d_model: int, warmup: int, scale
         group["lr"] = 1.0  # LambdaLR multiplies this base by the lambda
         group.pop("initial_lr", None)
 
+    if decay == "linear" and total <= warmup:
+        raise ValueError(f"a linear decay needs its last update ({total}) after the warmup ({warmup})")
+
     def eq3(completed: int) -> float:
+        if decay == "linear":
+            return linear_decay_lr(completed + 1, d_model, warmup, total, scale)
         return inverse_sqrt_lr(completed + 1, d_model, warmup, scale)
 
     return LambdaLR(optimizer, eq3)
@@ -50,4 +68,4 @@ def adam(model: nn.Module, c: TrainConfig) -> torch.optim.Adam:
         return torch.optim.Adam(model.parameters(), **options)
 
 
-__all__ = ["adam", "inverse_sqrt_lr", "inverse_sqrt_schedule"]
+__all__ = ["adam", "inverse_sqrt_lr", "inverse_sqrt_schedule", "linear_decay_lr"]

@@ -102,7 +102,9 @@ class Trainer:
             self.net = wrap_model(model, ctx)  # what forward/backward go through
         self._replica_step = 0  # the update the replica's weights are from
         self.optimizer = adam(self.trained, c)
-        self.scheduler = inverse_sqrt_schedule(self.optimizer, run.model.d_model, c.warmup, c.lr_scale)
+        self.scheduler = inverse_sqrt_schedule(
+            self.optimizer, run.model.d_model, c.warmup, c.lr_scale, c.lr_decay, c.decay_updates or c.max_updates
+        )
         self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=self.dtype == torch.float16)
         self.batches = TokenBudgetBatches(
             train_set.src_lengths, train_set.tgt_lengths, run.data.max_tokens, c.seed, True, run.data.max_sentences
