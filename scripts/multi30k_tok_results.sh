@@ -2,29 +2,28 @@
 # The numbers of docs/RESULTS.md for a model trained on Multi30k's lowercased tokenized tok/ files
 # (configs/multi30k-wu-tok.yaml), as Wu et al. 2021 and the multimodal MT papers train and score:
 #
-#   [BEAM=5] [LAST=10] [PRECISION=float32] scripts/multi30k_tok_results.sh [RUN_DIR]   (default runs/multi30k-wu-tok)
+#   [BEAM=5] [LAST=10] [PRECISION=float32] [LENPENS="0.6 1.0 1.5 2.0"] scripts/multi30k_tok_results.sh [RUN_DIR]
+#   (default runs/multi30k-wu-tok)
 #
 # Averages the last LAST checkpoints (6.1), then translates tok/test2016.lc.norm.tok.en with checkpoint-best and
 # the average (beam BEAM, alpha 0.6) and scores two ways: BLEU against tok/test2016.lc.norm.tok.de with
 # --tokenize none (the papers' "lowercased tokenized" BLEU), and, Moses-detokenized, with sacreBLEU's default 13a
 # against the raw test2016.de references case-insensitively (-lc; a lowercasing model has no cased score).
+# With LENPENS, it then chooses the model (checkpoint-best or the average) and length penalty with the best BLEU on
+# tok/val (beam BEAM) and scores that choice on test2016 both ways.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${1:-runs/multi30k-wu-tok}
 BEAM=${BEAM:-5}
 LAST=${LAST:-10}
 PRECISION=${PRECISION:-float32}
+LENPENS=${LENPENS:-}
 AIAYN=${AIAYN:-.venv/bin/aiayn}
 PY=${PY:-.venv/bin/python}
 DATA=$("$PY" -c 'from aiayn.data import resolve_data_dir; print(resolve_data_dir())')/multi30k
-"$AIAYN" average --run "$RUN" --last "$LAST" --out "$RUN/averaged" --force
-for MODEL in "$RUN/checkpoint-best" "$RUN/averaged"; do
-  echo "== $MODEL: lowercased tokenized (tok/), beam $BEAM, precision $PRECISION"
-  "$AIAYN" evaluate --model "$MODEL" --src "$DATA/tok/test2016.lc.norm.tok.en" \
-    --ref "$DATA/tok/test2016.lc.norm.tok.de" --tokenize none --beam "$BEAM" --precision "$PRECISION" --quiet \
-    --hyp-out "$MODEL/test2016.hyp.tok.de"
-  echo "== $MODEL: raw references, Moses-detokenized hypotheses, sacreBLEU 13a case-insensitive"
-  "$PY" - "$MODEL/test2016.hyp.tok.de" "$DATA/test2016.de" "$MODEL/test2016.hyp.detok.de" <<'PY'
+# score2 HYP_TOK OUT_DETOK: Moses-detokenize, then sacreBLEU 13a -lc and chrF against the raw references
+score2() {
+  "$PY" - "$1" "$DATA/test2016.de" "$2" <<'PY'
 import sys
 import sacrebleu
 from sacremoses import MosesDetokenizer
@@ -40,4 +39,36 @@ print("  signature:", bleu.get_signature())
 print(chrf.corpus_score(hyp, [ref]))
 print("  signature:", chrf.get_signature())
 PY
+}
+"$AIAYN" average --run "$RUN" --last "$LAST" --out "$RUN/averaged" --force
+for MODEL in "$RUN/checkpoint-best" "$RUN/averaged"; do
+  echo "== $MODEL: lowercased tokenized (tok/), beam $BEAM, precision $PRECISION"
+  "$AIAYN" evaluate --model "$MODEL" --src "$DATA/tok/test2016.lc.norm.tok.en" \
+    --ref "$DATA/tok/test2016.lc.norm.tok.de" --tokenize none --beam "$BEAM" --precision "$PRECISION" --quiet \
+    --hyp-out "$MODEL/test2016.hyp.tok.de"
+  echo "== $MODEL: raw references, Moses-detokenized hypotheses, sacreBLEU 13a case-insensitive"
+  score2 "$MODEL/test2016.hyp.tok.de" "$MODEL/test2016.hyp.detok.de"
 done
+
+[ -z "$LENPENS" ] && exit 0
+echo
+echo "# length penalty chosen on val (tok/val.lc.norm.tok, beam $BEAM, precision $PRECISION):"
+BEST="" BEST_BLEU=-1
+for MODEL in "$RUN/checkpoint-best" "$RUN/averaged"; do
+  for LP in $LENPENS; do
+    echo "-- val $(basename "$MODEL") lenpen $LP"
+    OUT=$("$AIAYN" evaluate --model "$MODEL" --src "$DATA/tok/val.lc.norm.tok.en" --ref "$DATA/tok/val.lc.norm.tok.de" \
+      --tokenize none --beam "$BEAM" --lenpen "$LP" --precision "$PRECISION" --quiet | grep -E '^(BLEU|chrF)')
+    echo "$OUT"
+    B=$(echo "$OUT" | sed -n 's/^BLEU = \([0-9.]*\).*/\1/p')
+    if "$PY" -c "import sys; sys.exit(not float('$B') > float('$BEST_BLEU'))"; then BEST="$MODEL $LP" BEST_BLEU=$B; fi
+  done
+done
+read -r MODEL LP <<< "$BEST"
+echo
+echo "# test2016 with the val-best choice:"
+echo "== $RUN/val-best: lowercased tokenized (tok/), $(basename "$MODEL") lenpen $LP, beam $BEAM, precision $PRECISION"
+"$AIAYN" evaluate --model "$MODEL" --src "$DATA/tok/test2016.lc.norm.tok.en" --ref "$DATA/tok/test2016.lc.norm.tok.de" \
+  --tokenize none --beam "$BEAM" --lenpen "$LP" --precision "$PRECISION" --quiet --hyp-out "$RUN/val-best.hyp.tok.de"
+echo "== $RUN/val-best: raw references, Moses-detokenized hypotheses, sacreBLEU 13a case-insensitive"
+score2 "$RUN/val-best.hyp.tok.de" "$RUN/val-best.hyp.detok.de"

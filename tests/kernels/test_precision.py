@@ -12,6 +12,7 @@ import torch
 from aiayn.config import DecodeConfig
 from aiayn.decoding import generate
 from aiayn.kernels import (
+    Bf16FeedForward,
     Bf16Linear,
     Int8Linear,
     choose_decode_precision,
@@ -19,7 +20,9 @@ from aiayn.kernels import (
     prepare_for_inference,
     resolve_precision,
 )
+from aiayn.kernels.bf16 import bf16_packing_available
 from aiayn.kernels.select import BF16_TRAIN_MIN_D_MODEL, INT8_MIN_D_MODEL
+from aiayn.model.feed_forward import PositionwiseFeedForward
 from tests.decoding.conftest import peaky_model, random_sources
 
 CPU = torch.device("cpu")
@@ -128,6 +131,8 @@ def test_bf16_keeps_the_search_scores_in_float32(models) -> None:
     assert all(isinstance(h.score, float) and h.score == h.score for x in hypotheses for h in x)
     linears = [m for m in models["bf16"].modules() if isinstance(m, Bf16Linear)]
     assert linears and all(m.weight.dtype == torch.bfloat16 for m in linears)
+    ffns = [m for m in models["bf16"].modules() if isinstance(m, Bf16FeedForward)]
+    assert len(ffns) == 2 * 2 and all(p.weight.dtype == torch.bfloat16 for f in ffns for p in (f.w_1, f.w_2))
     stacks = [*models["bf16"].encoder.modules(), *models["bf16"].decoder.modules()]
     assert not any(isinstance(m, torch.nn.Linear) for m in stacks)  # every product of both stacks in bf16
     assert models["bf16"].output_weight().dtype == torch.float32  # the logits in float32
@@ -144,6 +149,43 @@ def test_bf16_linear_is_the_rounded_product() -> None:
     assert torch.allclose(got.double(), exact, rtol=2**-7, atol=1e-3)
     plain = linear(x)  # against the float32 layer: the error bf16's 8-bit mantissa allows, no more
     assert (got - plain).abs().max() <= 0.02 * plain.abs().max()
+
+
+def test_bf16_packed_product_is_f_linear_in_bf16() -> None:
+    """The weight packed once for oneDNN gives F.linear's bf16 product to the bit, at any row count (the packing
+    is tuned for 256 rows), and a deep copy (the model copied for another precision) repacks its own."""
+    linear = torch.nn.Linear(64, 96)
+    layer = Bf16Linear(linear)
+    for rows in (1, 3, 256, 1000):
+        x = torch.randn(rows, 64, generator=torch.Generator().manual_seed(rows))
+        reference = torch.nn.functional.linear(x.bfloat16(), layer.weight, layer.bias).float()
+        assert torch.equal(layer(x), reference), rows
+    clone = copy.deepcopy(layer)
+    assert torch.equal(clone(x), layer(x))
+    with torch.no_grad():  # changed in place: repacked, not stale
+        clone.weight.mul_(2)
+    assert torch.equal(clone(x), torch.nn.functional.linear(x.bfloat16(), clone.weight, clone.bias).float())
+    if torch.backends.mkldnn.is_available() and cpu_features().native_bf16:
+        assert bf16_packing_available()  # the packed path is the one these asserts checked
+
+
+def test_bf16_feed_forward_is_two_bf16_linears() -> None:
+    """Eq. (2) with the hidden layer kept in bf16 equals two Bf16Linear with float32 between (ReLU commutes with
+    rounding to bf16), to the bit; models with another activation keep separate Bf16Linear layers."""
+    ffn = PositionwiseFeedForward(32, 80).eval()
+    fused = Bf16FeedForward(ffn)
+    x = torch.randn(6, 5, 32, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        two = Bf16Linear(ffn.w_2)(torch.relu(Bf16Linear(ffn.w_1)(x)))
+        plain = ffn(x)
+    assert torch.equal(fused(x), two) and fused(x).dtype == torch.float32
+    assert (two - plain).abs().max() <= 0.03 * plain.abs().max()
+    from aiayn.kernels import swap_bf16_linears
+
+    swish = torch.nn.Sequential(PositionwiseFeedForward(32, 80, activation="swish")).eval()
+    assert swap_bf16_linears(swish) == 2 and isinstance(swish[0].w_1, Bf16Linear)
+    relu = torch.nn.Sequential(PositionwiseFeedForward(32, 80)).eval()
+    assert swap_bf16_linears(relu) == 2 and isinstance(relu[0], Bf16FeedForward)
 
 
 def test_int8_quantizes_every_linear_with_per_row_scales(models) -> None:

@@ -4,7 +4,7 @@ Below training and decoding, above the model: they swap ordinary modules for fas
 parameters (`OneDnnLinear`) and set which implementation of eq. (1) the attention modules use.
 """
 
-from aiayn.kernels.bf16 import Bf16Linear, swap_bf16_linears
+from aiayn.kernels.bf16 import Bf16FeedForward, Bf16Linear, swap_bf16_linears
 from aiayn.kernels.cpu_features import CpuFeatures, cpu_features
 from aiayn.kernels.int8 import Int8Linear, quantize_int8
 from aiayn.kernels.onednn import OneDnnLinear, onednn_available, onednn_linear, swap_linears
@@ -19,6 +19,7 @@ from aiayn.kernels.select import (
 )
 
 __all__ = [
+    "Bf16FeedForward",
     "Bf16Linear",
     "CpuFeatures",
     "Int8Linear",

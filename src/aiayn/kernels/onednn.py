@@ -82,7 +82,7 @@ def onednn_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tens
     return F.linear(x, weight, bias)
 
 
-class _PackedWeight:
+class PackedWeight:
     """A oneDNN-packed copy of a weight, remade when the weight is replaced or changed in place. A deep copy
     starts empty (oneDNN's opaque tensors cannot be copied)."""
 
@@ -90,8 +90,8 @@ class _PackedWeight:
         self.key: tuple[int, int] | None = None
         self.packed: Tensor | None = None
 
-    def __deepcopy__(self, memo: dict) -> _PackedWeight:
-        return _PackedWeight()
+    def __deepcopy__(self, memo: dict) -> PackedWeight:
+        return PackedWeight()
 
     def get(self, weight: Tensor) -> Tensor:
         key = (weight.data_ptr(), weight._version)
@@ -109,7 +109,7 @@ class OneDnnLinear(nn.Linear):
     def from_linear(cls, linear: nn.Linear, packed: bool = False) -> OneDnnLinear:
         module = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta")
         module.weight, module.bias = linear.weight, linear.bias  # shared, not copied (the meta ones are dropped)
-        module.packed = _PackedWeight() if packed else None
+        module.packed = PackedWeight() if packed else None
         # packed products of fewer rows run on F.linear
         module.min_rows = packed_min_rows(linear.out_features, linear.in_features) if packed else 0
         return module
@@ -154,6 +154,7 @@ def swap_linears(module: nn.Module, packed: bool = False) -> int:
 
 __all__ = [
     "OneDnnLinear",
+    "PackedWeight",
     "describe_min_rows",
     "onednn_available",
     "onednn_linear",
