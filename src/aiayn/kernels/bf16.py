@@ -25,6 +25,7 @@ from aiayn.kernels.modules import is_plain_linear, replace_modules
 from aiayn.kernels.onednn import PackedWeight
 from aiayn.model.feed_forward import PositionwiseFeedForward
 
+
 @functools.cache
 def bf16_packing_available() -> bool:
     """This torch build packs bf16 weights for oneDNN on this CPU, and the packed product equals F.linear's."""
