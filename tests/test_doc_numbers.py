@@ -78,6 +78,7 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
     [
         ("multi30k-wu", "## The recipe of issue 15: `configs/multi30k-wu.yaml`"),
         ("multi30k-wu-tok", "## The recipe on tok/: `configs/multi30k-wu-tok.yaml`"),
+        ("multi30k-wu-tok-linear", "## The linear decay: `configs/multi30k-wu-tok-linear.yaml`"),
     ],
 )
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str) -> None:
