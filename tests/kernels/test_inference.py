@@ -108,3 +108,33 @@ def test_reorder_within_equals_reorder(models):
     assert not torch.equal(caches[0].self_k[0][1, :, :5], caches[0].self_k[0][2, :, :5])  # rows really differ
     with pytest.raises(ValueError, match="batch size"):
         reorder_within(caches[1], index[:6])
+
+
+@pytest.mark.parametrize("moved", [1, 9], ids=["few-rows-in-place", "most-rows-gathered"])
+def test_reorder_within_both_ways_then_decoding_continues(models, moved: int):
+    """reorder_within copies a few moved rows in place and gathers many into its spare buffers (then swapped):
+    either way the cache equals a full `KVCache.reorder`, and later steps (which append to the swapped buffers,
+    and grow them past their capacity) give the same logits."""
+    plain, _ = models
+    src = random_sources(3, 5, VOCAB, seed=2)
+    tokens = torch.randint(4, VOCAB, (12, 12), generator=torch.Generator().manual_seed(1))
+    index = torch.arange(12)
+    changed = [1, 2, 3, 5, 6, 7, 9, 10, 11][:moved]
+    index[changed] = torch.tensor([(r // 4) * 4 for r in changed])  # moved rows take their sentence's first beam
+    with torch.no_grad():
+        memory = plain.encode(src)
+        caches = [plain.init_cache(memory, capacity=4) for _ in range(2)]
+        for cache in caches:
+            cache.reorder(torch.arange(3).repeat_interleave(4))
+            for step in range(3):
+                plain.step(tokens[:, step], cache)
+        for _ in range(2):  # twice: the second reorder gathers into the buffers the first one swapped out
+            caches[0].reorder(index)
+            reorder_within(caches[1], index)
+        assert (len(caches[1].spare_k) > 0) == (moved * 4 >= 12)
+        for a, b in zip(caches[0].self_k + caches[0].self_v, caches[1].self_k + caches[1].self_v, strict=True):
+            assert torch.equal(a[:, :, :3], b[:, :, :3])
+        for step in range(3, 8):  # past capacity 4: the buffers grow
+            a, b = (plain.step(tokens[:, step], cache).logits for cache in caches)
+            assert torch.equal(a, b), step
+    assert caches[1].capacity >= 8 and len({t.size(2) for t in caches[1].self_k + caches[1].self_v}) == 1

@@ -9,8 +9,9 @@ in `aiayn.decoding.beam_cache`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import torch
 from torch import Tensor
 
 
@@ -22,6 +23,9 @@ class KVCache:
     cross_v: list[Tensor]  # per decoder layer [R/g,h,S,d_v]
     memory_mask: Tensor  # [R/g,S] bool, True at real source tokens
     length: int = 0  # target positions decoded so far
+    # second self-attention buffers a reorder may gather into and swap with self_k / self_v (made on first use)
+    spare_k: list[Tensor] = field(default_factory=list)
+    spare_v: list[Tensor] = field(default_factory=list)
 
     @property
     def batch_size(self) -> int:
@@ -42,9 +46,10 @@ class KVCache:
         `advance(t)` follows once every layer has appended."""
         end = self.length + k.size(2)
         if end > self.capacity:  # grow by doubling: a step writes t columns instead of copying the prefix
+            capacity = max(end, 2 * self.capacity)  # once: self.capacity reads the first buffer, replaced below
             for buffers in (self.self_k, self.self_v):
                 for i, old in enumerate(buffers):
-                    buffers[i] = old.new_empty(*old.shape[:2], max(end, 2 * self.capacity), old.size(3))
+                    buffers[i] = old.new_empty(*old.shape[:2], capacity, old.size(3))
                     buffers[i][:, :, : self.length] = old[:, :, : self.length]
         self.self_k[layer][:, :, self.length : end] = k
         self.self_v[layer][:, :, self.length : end] = v
@@ -59,9 +64,16 @@ class KVCache:
         its own copy."""
         index = index.to(self.memory_mask.device)
         sources = index // self.group if sources is None else sources.to(index.device)
-        self.self_k = [buffer.index_select(0, index) for buffer in self.self_k]
-        self.self_v = [buffer.index_select(0, index) for buffer in self.self_v]
+        self.self_k = [self._select_prefix(buffer, index) for buffer in self.self_k]
+        self.self_v = [self._select_prefix(buffer, index) for buffer in self.self_v]
+        self.spare_k, self.spare_v = [], []  # another row count: made again when needed
         self.cross_k = [k.index_select(0, sources) for k in self.cross_k]
         self.cross_v = [v.index_select(0, sources) for v in self.cross_v]
         self.memory_mask = self.memory_mask.index_select(0, sources)
         return self
+
+    def _select_prefix(self, buffer: Tensor, index: Tensor) -> Tensor:
+        """Rows `index` of `buffer` in a new buffer of the same capacity; only the filled positions are copied."""
+        new = buffer.new_empty(index.numel(), *buffer.shape[1:])
+        torch.index_select(buffer[:, :, : self.length], 0, index, out=new[:, :, : self.length])
+        return new
