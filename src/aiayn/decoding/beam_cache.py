@@ -27,31 +27,19 @@ def expand(cache: KVCache, copies: int) -> KVCache:
 
 
 def reorder_within(cache: KVCache, index: Tensor) -> KVCache:
-    """Beams re-ranked within their own sentences (same number of rows); the per-sentence keys/values stay.
-
-    Nothing is copied when no row's history changes (index[r] == r for all r). When a few rows change, their
-    filled prefixes are copied in place (read out, then written: twice); from a quarter of the rows on, every
-    row's prefix is gathered once into the cache's spare buffers, which then swap with the live ones."""
+    """Beams re-ranked within their own sentences (same number of rows): copy only the filled prefixes of the
+    rows whose history changes (index[r] != r); the per-sentence keys/values stay."""
     index = index.to(cache.memory_mask.device)
     if index.numel() != cache.batch_size:
         raise ValueError(f"reorder_within keeps the batch size {cache.batch_size}; got {index.numel()} rows")
     moved = (index != torch.arange(index.numel(), device=index.device)).nonzero().squeeze(1)
     if moved.numel() == 0:
         return cache
-    length = cache.length
-    if moved.numel() * 4 < index.numel():
-        sources = index.index_select(0, moved)
-        for buffers in (cache.self_k, cache.self_v):
-            for buffer in buffers:
-                prefix = buffer[:, :, :length]
-                prefix.index_copy_(0, moved, prefix.index_select(0, sources))
-        return cache
-    for buffers, spares in ((cache.self_k, cache.spare_k), (cache.self_v, cache.spare_v)):
-        if len(spares) != len(buffers) or any(s.shape != b.shape for s, b in zip(spares, buffers)):
-            spares[:] = [torch.empty_like(buffer) for buffer in buffers]
-        for i, buffer in enumerate(buffers):
-            torch.index_select(buffer[:, :, :length], 0, index, out=spares[i][:, :, :length])
-            buffers[i], spares[i] = spares[i], buffer
+    sources = index.index_select(0, moved)
+    for buffers in (cache.self_k, cache.self_v):
+        for buffer in buffers:
+            prefix = buffer[:, :, : cache.length]
+            prefix.index_copy_(0, moved, prefix.index_select(0, sources))
     return cache
 
 

@@ -9,7 +9,7 @@ in `aiayn.decoding.beam_cache`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -23,9 +23,6 @@ class KVCache:
     cross_v: list[Tensor]  # per decoder layer [R/g,h,S,d_v]
     memory_mask: Tensor  # [R/g,S] bool, True at real source tokens
     length: int = 0  # target positions decoded so far
-    # second self-attention buffers a reorder may gather into and swap with self_k / self_v (made on first use)
-    spare_k: list[Tensor] = field(default_factory=list)
-    spare_v: list[Tensor] = field(default_factory=list)
 
     @property
     def batch_size(self) -> int:
@@ -66,7 +63,6 @@ class KVCache:
         sources = index // self.group if sources is None else sources.to(index.device)
         self.self_k = [self._select_prefix(buffer, index) for buffer in self.self_k]
         self.self_v = [self._select_prefix(buffer, index) for buffer in self.self_v]
-        self.spare_k, self.spare_v = [], []  # another row count: made again when needed
         self.cross_k = [k.index_select(0, sources) for k in self.cross_k]
         self.cross_v = [v.index_select(0, sources) for v in self.cross_v]
         self.memory_mask = self.memory_mask.index_select(0, sources)
