@@ -50,12 +50,12 @@ def inverse_sqrt_schedule(
     if decay == "linear" and total <= warmup:
         raise ValueError(f"a linear decay needs its last update ({total}) after the warmup ({warmup})")
 
-    def eq3(completed: int) -> float:
+    def rate(completed: int) -> float:
         if decay == "linear":
             return linear_decay_lr(completed + 1, d_model, warmup, total, scale)
         return inverse_sqrt_lr(completed + 1, d_model, warmup, scale)
 
-    return LambdaLR(optimizer, eq3)
+    return LambdaLR(optimizer, rate)
 
 
 def adam(model: nn.Module, c: TrainConfig) -> torch.optim.Adam:
