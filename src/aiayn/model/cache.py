@@ -71,5 +71,9 @@ class KVCache:
     def _select_prefix(self, buffer: Tensor, index: Tensor) -> Tensor:
         """Rows `index` of `buffer` in a new buffer of the same capacity; only the filled positions are copied."""
         new = buffer.new_empty(index.numel(), *buffer.shape[1:])
-        torch.index_select(buffer[:, :, : self.length], 0, index, out=new[:, :, : self.length])
+        prefix = buffer[:, :, : self.length]
+        if buffer.requires_grad and torch.is_grad_enabled():  # out= does not record gradients
+            new[:, :, : self.length] = prefix.index_select(0, index)
+        else:
+            torch.index_select(prefix, 0, index, out=new[:, :, : self.length])
         return new
