@@ -40,12 +40,17 @@ print(chrf.corpus_score(hyp, [ref]))
 print("  signature:", chrf.get_signature())
 PY
 }
+# evaluate_tok MODEL SPLIT [evaluate options]: BLEU and chrF on tok/SPLIT with --tokenize none, beam BEAM
+evaluate_tok() {
+  local model=$1 split=$2
+  shift 2
+  "$AIAYN" evaluate --model "$model" --src "$DATA/tok/$split.lc.norm.tok.en" --ref "$DATA/tok/$split.lc.norm.tok.de" \
+    --tokenize none --beam "$BEAM" --precision "$PRECISION" --quiet "$@"
+}
 "$AIAYN" average --run "$RUN" --last "$LAST" --out "$RUN/averaged" --force
 for MODEL in "$RUN/checkpoint-best" "$RUN/averaged"; do
   echo "== $MODEL: lowercased tokenized (tok/), beam $BEAM, precision $PRECISION"
-  "$AIAYN" evaluate --model "$MODEL" --src "$DATA/tok/test2016.lc.norm.tok.en" \
-    --ref "$DATA/tok/test2016.lc.norm.tok.de" --tokenize none --beam "$BEAM" --precision "$PRECISION" --quiet \
-    --hyp-out "$MODEL/test2016.hyp.tok.de"
+  evaluate_tok "$MODEL" test2016 --hyp-out "$MODEL/test2016.hyp.tok.de"
   echo "== $MODEL: raw references, Moses-detokenized hypotheses, sacreBLEU 13a case-insensitive"
   score2 "$MODEL/test2016.hyp.tok.de" "$MODEL/test2016.hyp.detok.de"
 done
@@ -57,8 +62,7 @@ BEST="" BEST_BLEU=-1
 for MODEL in "$RUN/checkpoint-best" "$RUN/averaged"; do
   for LP in $LENPENS; do
     echo "-- val $(basename "$MODEL") lenpen $LP"
-    OUT=$("$AIAYN" evaluate --model "$MODEL" --src "$DATA/tok/val.lc.norm.tok.en" --ref "$DATA/tok/val.lc.norm.tok.de" \
-      --tokenize none --beam "$BEAM" --lenpen "$LP" --precision "$PRECISION" --quiet | grep -E '^(BLEU|chrF)')
+    OUT=$(evaluate_tok "$MODEL" val --lenpen "$LP" | grep -E '^(BLEU|chrF)')
     echo "$OUT"
     B=$(echo "$OUT" | sed -n 's/^BLEU = \([0-9.]*\).*/\1/p')
     if "$PY" -c "import sys; sys.exit(not float('$B') > float('$BEST_BLEU'))"; then BEST="$MODEL $LP" BEST_BLEU=$B; fi
@@ -68,7 +72,6 @@ read -r MODEL LP <<< "$BEST"
 echo
 echo "# test2016 with the val-best choice:"
 echo "== $RUN/val-best: lowercased tokenized (tok/), $(basename "$MODEL") lenpen $LP, beam $BEAM, precision $PRECISION"
-"$AIAYN" evaluate --model "$MODEL" --src "$DATA/tok/test2016.lc.norm.tok.en" --ref "$DATA/tok/test2016.lc.norm.tok.de" \
-  --tokenize none --beam "$BEAM" --lenpen "$LP" --precision "$PRECISION" --quiet --hyp-out "$RUN/val-best.hyp.tok.de"
+evaluate_tok "$MODEL" test2016 --lenpen "$LP" --hyp-out "$RUN/val-best.hyp.tok.de"
 echo "== $RUN/val-best: raw references, Moses-detokenized hypotheses, sacreBLEU 13a case-insensitive"
 score2 "$RUN/val-best.hyp.tok.de" "$RUN/val-best.hyp.detok.de"

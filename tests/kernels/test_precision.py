@@ -19,6 +19,7 @@ from aiayn.kernels import (
     cpu_features,
     prepare_for_inference,
     resolve_precision,
+    swap_bf16_linears,
 )
 from aiayn.kernels.bf16 import bf16_packing_available
 from aiayn.kernels.select import BF16_TRAIN_MIN_D_MODEL, INT8_MIN_D_MODEL
@@ -180,8 +181,6 @@ def test_bf16_feed_forward_is_two_bf16_linears() -> None:
         plain = ffn(x)
     assert torch.equal(fused(x), two) and fused(x).dtype == torch.float32
     assert (two - plain).abs().max() <= 0.03 * plain.abs().max()
-    from aiayn.kernels import swap_bf16_linears
-
     swish = torch.nn.Sequential(PositionwiseFeedForward(32, 80, activation="swish")).eval()
     assert swap_bf16_linears(swish) == 2 and isinstance(swish[0].w_1, Bf16Linear)
     relu = torch.nn.Sequential(PositionwiseFeedForward(32, 80)).eval()
