@@ -102,3 +102,22 @@ def test_rejects_missing_foreign_and_non_models(tmp_path: Path) -> None:
     )
     with pytest.raises(CorpusError, match="special ids"):
         Tokenizer.from_file(tmp_path / "foreign.model")
+
+
+def test_fingerprint_is_the_model_not_where_it_was_trained(tokenizer: Tokenizer, tmp_path: Path) -> None:
+    """The same text in another directory: other bytes in the `.model` file (it records its input paths), the same
+    fingerprint; another vocabulary size or normalization rule: another fingerprint."""
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    files = []
+    for lang in ("en", "de"):
+        path = moved / f"corpus.{lang}"
+        path.write_text(Path(tokenizer.path).parent.parent.joinpath(f"train.{lang}").read_text(encoding="utf-8"))
+        files.append(path)
+    same = Tokenizer.train(files, vocab_size=1000, model_path=tmp_path / "a" / TOKENIZER_FILENAME, threads=1)
+    assert Path(same.path).read_bytes() != Path(tokenizer.path).read_bytes()
+    assert same.fingerprint() == tokenizer.fingerprint()
+    smaller = Tokenizer.train(files, vocab_size=900, model_path=tmp_path / "b" / TOKENIZER_FILENAME, threads=1)
+    identity = Tokenizer.train(files, vocab_size=1000, model_path=tmp_path / "c" / TOKENIZER_FILENAME, threads=1,
+                               normalization="identity")  # fmt: skip
+    assert len({tokenizer.fingerprint(), smaller.fingerprint(), identity.fingerprint()}) == 3

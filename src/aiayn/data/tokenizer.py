@@ -12,6 +12,8 @@ decode(encode(x)) == x exactly for text already in that form (most sentences), a
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +25,10 @@ from aiayn.data.corpus import CorpusError
 TOKENIZER_FILENAME = "tokenizer.model"
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 SPECIAL_PIECES = {PAD_ID: "<pad>", BOS_ID: "<s>", EOS_ID: "</s>", UNK_ID: "<unk>"}
+
+
+# Whitespace runs, a compatibility ligature, a vulgar fraction, full-width letters, accents, digits, an emoji.
+FINGERPRINT_PROBE = "  A man  \ufb01xes a \u00bd-price  \uff22\uff29\uff2b\uff25, caf\u00e9 n\u00b02024 \U0001f600 "
 
 
 class Tokenizer:
@@ -153,6 +159,16 @@ class Tokenizer:
     def pieces(self, ids: Sequence[int]) -> list[str]:
         """The subword string of each id ("▁" marks a word start), e.g. for attention-plot labels."""
         return [self.processor.id_to_piece(int(i)) for i in ids]
+
+    def fingerprint(self) -> str:
+        """SHA-256 of what the model does: every piece with its score and type, and the ids of a probe sentence
+        (normalization, whitespace, dummy prefix). The `.model` file's own bytes also hold the paths it was
+        trained from, so the same corpus prepared in another directory gives another file, not another tokenizer."""
+        sp = self.processor
+        vocab = [[sp.id_to_piece(i), sp.get_score(i), sp.is_control(i), sp.is_unknown(i), sp.is_unused(i),
+                  sp.is_byte(i)] for i in range(self.vocab_size)]  # fmt: skip
+        document = {"vocab": vocab, "probe": self.encode(FINGERPRINT_PROBE)}
+        return hashlib.sha256(json.dumps(document).encode()).hexdigest()
 
     def __len__(self) -> int:
         return self.vocab_size

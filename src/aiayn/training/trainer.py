@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
+import json
 import math
 import sys
 import time
@@ -29,7 +31,7 @@ from torch import nn
 from tqdm import tqdm
 
 from aiayn.config import RunConfig
-from aiayn.data import ParallelDataset, TokenBudgetBatches, load_batch
+from aiayn.data import ParallelDataset, TokenBudgetBatches, Tokenizer, load_batch
 from aiayn.io import sha256_file
 from aiayn.kernels import prepare_for_training, resolve_precision
 from aiayn.model.pretrained import read_config
@@ -59,9 +61,17 @@ class TrainingDiverged(RuntimeError):
 
 
 def data_fingerprint(dataset: ParallelDataset) -> dict[str, str]:
-    """SHA-256 of the tokenizer and of meta.json (vocabulary, splits, token counts) a run trains on."""
-    meta = Path(dataset.data_dir) / "meta.json"
-    return {"tokenizer_sha256": sha256_file(dataset.tokenizer_path), "meta_sha256": sha256_file(meta)}
+    """SHA-256 of the tokenizer's behaviour and of meta.json's content (vocabulary, splits, token counts).
+
+    Where the raw corpus lay (each split's `prefix`, the paths inside the `.model` file) is left out: the same
+    data prepared from another directory or machine has the same fingerprint, so a run resumes on it and
+    `aiayn ablate --collect` merges sweeps run on several machines.
+    """
+    meta = json.loads((Path(dataset.data_dir) / "meta.json").read_text(encoding="utf-8"))
+    splits = {name: {k: v for k, v in split.items() if k != "prefix"} for name, split in meta.get("splits", {}).items()}
+    content = json.dumps({**meta, "splits": splits}, sort_keys=True).encode()
+    return {"tokenizer_content_sha256": Tokenizer.from_file(dataset.tokenizer_path).fingerprint(),
+            "meta_content_sha256": hashlib.sha256(content).hexdigest()}  # fmt: skip
 
 
 @dataclass
@@ -327,7 +337,11 @@ class Trainer:
         if saved is None:  # written before the fingerprint was recorded
             return
         now = data_fingerprint(self.train_set)
-        changed = [key.removesuffix("_sha256") for key in now if saved.get(key) != now[key]]
+        if "meta_sha256" in saved:  # written before the paths were left out: the whole files' hashes
+            now["tokenizer_sha256"] = sha256_file(self.train_set.tokenizer_path)
+            now["meta_sha256"] = sha256_file(Path(self.train_set.data_dir) / "meta.json")
+        changed = [key.removesuffix("_sha256").removesuffix("_content") for key in now
+                   if key in saved and saved[key] != now[key]]  # fmt: skip
         if changed and not self.cfg.allow_data_change:
             raise ValueError(
                 f"{checkpoint} was trained on other data: the {' and '.join(changed)} of {self.train_set.data_dir} "
