@@ -98,3 +98,26 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str) -> None
     end = next(r for r in metrics if r["kind"] == "end")
     assert f"{end['step']:,} updates" in part
     assert f"{parameters(name + '.yaml'):,} parameters" in part
+
+
+SWEEPS = sorted(path.parent.name for path in (DOCS / "ablations").glob("*/sweep.json"))
+
+
+@pytest.mark.parametrize("name", SWEEPS)
+def test_committed_sweep_tables_are_the_tools_report_of_their_runs(name: str) -> None:
+    """A sweep committed with its runs' results: table.json and table.md are what `aiayn ablate` writes from them,
+    and docs/ABLATIONS.md quotes table.md's rows as they are."""
+    from aiayn.experiments.report import build_table, markdown
+    from aiayn.experiments.sweep import load_results
+
+    sweep = DOCS / "ablations" / name
+    meta = json.loads((sweep / "sweep.json").read_text())
+    results = load_results(sweep)
+    assert results and all(r["fingerprint"]["id"] == meta["fingerprint"]["id"] for r in results)
+    table = build_table(meta, results)
+    assert table == json.loads((sweep / "table.json").read_text())
+    assert markdown(table) == (sweep / "table.md").read_text()
+    text = (DOCS / "ABLATIONS.md").read_text()
+    rows = [line for line in markdown(table).splitlines() if line.startswith("| ") and not line.startswith("| row")]
+    missing = [line for line in rows if line not in text]
+    assert not missing, f"docs/ABLATIONS.md does not quote these rows of ablations/{name}/table.md: {missing[:2]}"
