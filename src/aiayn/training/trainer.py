@@ -95,6 +95,7 @@ class Trainer:
         self.ctx = ctx = ctx or DistContext()
         self.run, self.cfg = run, run.train
         self.train_set, self.valid_set = train_set, valid_set
+        self._data: dict[str, str] | None = None  # data_fingerprint(train_set), computed once
         c = self.cfg
         if not (c.max_updates or c.max_epochs or c.max_minutes):
             raise ValueError("set at least one of train.max_updates, train.max_epochs, train.max_minutes")
@@ -323,7 +324,7 @@ class Trainer:
                 **vars(s), "world_size": self.ctx.world_size, "update_freq": c.update_freq, "rng": rng,
                 "fsdp": self.fsdp, "optimizer": optimizer, "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,
-                "data": data_fingerprint(self.train_set),
+                "data": self._data_fingerprint(),
             }  # fmt: skip
             info = {"step": s.step, "epoch": s.epoch, "best_valid_loss": s.best_valid_loss}
             tokenizer = self.train_set.tokenizer_path
@@ -332,11 +333,16 @@ class Trainer:
         barrier(self.ctx)
         self._last["save"] = s.step
 
+    def _data_fingerprint(self) -> dict[str, str]:
+        if self._data is None:  # the same for the whole run: not recomputed at every checkpoint
+            self._data = data_fingerprint(self.train_set)
+        return self._data
+
     def _check_same_data(self, checkpoint: str | Path, saved: dict[str, str] | None) -> None:
         """Refuse to resume on data or a tokenizer other than the checkpoint's, unless train.allow_data_change."""
         if saved is None:  # written before the fingerprint was recorded
             return
-        now = data_fingerprint(self.train_set)
+        now = dict(self._data_fingerprint())
         if "meta_sha256" in saved:  # written before the paths were left out: the whole files' hashes
             now["tokenizer_sha256"] = sha256_file(self.train_set.tokenizer_path)
             now["meta_sha256"] = sha256_file(Path(self.train_set.data_dir) / "meta.json")
