@@ -281,8 +281,10 @@ class TrainConfig:
     save_every: int = 1000  # checkpoint every K updates (and at the end); 0 = only at the end
     keep_last: int = 5  # numbered checkpoints kept (the paper averaged the last 5 for base, 20 for big)
     device: str = "auto"  # auto (cuda when available) | cpu | cuda | cuda:N
-    # auto: bf16 on a GPU that has it or a CPU with native bf16 matrix units (AMX, AVX-512 BF16), else fp32
-    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    # auto: bf16 on a GPU that has it or a CPU with native bf16 matrix units (AMX, AVX-512 BF16) for d_model >= 256,
+    # else fp32; fastest: on such a CPU, the faster of fp32 and bf16 on the run's first batches (timed at the start,
+    # logged, kept on resume; two runs of one command may differ in precision where the two are close)
+    precision: Literal["auto", "fastest", "fp32", "bf16", "fp16"] = "auto"
     threads: int = 0  # torch CPU threads; 0 = torch's default
     reuse_memory: bool = True  # CPU: keep freed memory in the process (aiayn.cpu); faster steps
     linear_kernel: Literal["auto", "onednn", "torch"] = "auto"  # float32 CPU products: auto = oneDNN if available

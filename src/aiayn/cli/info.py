@@ -84,15 +84,29 @@ def run(args: argparse.Namespace) -> int:
         print(f"    decoding (auto): precision {r['decode_precision']}, attention encoder/decoder "
               f"{r['decode_attention']}, float32 linear kernel {r['linear']}")  # fmt: skip
         print(f"    training (auto): precision {r['train_precision']}, attention {r['train_attention']}")
+        print(f"    training (fastest): {r['train_fastest']}")
     return 0
 
 
 def runtime_report(d_model: int | None = None) -> dict[str, object]:
     """What `auto` picks on this machine (CPU) for a model of width `d_model`, from the feature probe."""
-    from aiayn.kernels import choose_attention, choose_decode_precision, choose_linear, cpu_features, resolve_precision
+    from aiayn.kernels import (
+        choose_attention,
+        choose_decode_precision,
+        choose_linear,
+        cpu_features,
+        precision_candidates,
+        resolve_precision,
+    )
 
     cpu = torch.device("cpu")
     train = resolve_precision("auto", cpu, d_model=d_model)
+    candidates = precision_candidates("fastest", cpu, d_model=d_model)
+    fastest = (
+        "times " + " and ".join(str(c).removeprefix("torch.") for c in candidates) + " at the start of a run"
+        if len(candidates) > 1
+        else f"precision {str(candidates[0]).removeprefix('torch.')} (nothing to time here)"
+    )
     decode = choose_decode_precision("auto", cpu, d_model=d_model)
     decode_dtype = torch.float32  # activations are float32 at every decoding precision
     return {
@@ -103,5 +117,6 @@ def runtime_report(d_model: int | None = None) -> dict[str, object]:
         "decode_attention": "/".join(choose_attention("auto", cpu, decode_dtype, training=False)),
         "linear": choose_linear("auto", cpu, decode_dtype),
         "train_precision": str(train).removeprefix("torch."),
+        "train_fastest": fastest,
         "train_attention": "/".join(choose_attention("auto", cpu, train, training=True, max_keys=257)),
     }

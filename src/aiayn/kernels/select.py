@@ -7,7 +7,8 @@
   where products of few rows or small weights still run on `F.linear`: `onednn.packed_min_rows`);
 - dropout: on CPU in training, masks drawn by `rand_like` instead of `bernoulli_`
   (`aiayn.kernels.dropout.RandMaskDropout`: the same distribution, another random stream);
-- precision: the training autocast dtype (`resolve_precision`); for decoding float32, bf16 products in both
+- precision: the training autocast dtype (`resolve_precision`; `precision_candidates` where "fastest" leaves
+  float32 and bf16 open and the trainer times both); for decoding float32, bf16 products in both
   stacks with float32 activations, logits and scores (`aiayn.kernels.bf16.Bf16Linear`), or int8 linear
   layers with per-row weight and input scales (`aiayn.kernels.int8.Int8Linear`); `choose_decode_precision`.
 
@@ -89,10 +90,11 @@ def choose_linear(setting: str, device: torch.device, dtype: torch.dtype, sharde
 def resolve_precision(
     name: str, device: torch.device, features: CpuFeatures | None = None, d_model: int | None = None
 ) -> torch.dtype:
-    """Training autocast dtype. auto: bf16 on a GPU that supports it; on a CPU with native bf16 matrix units (AMX,
-    AVX-512 BF16) bf16 for models of d_model >= BF16_TRAIN_MIN_D_MODEL (narrower ones train faster in float32 on
-    real, variably shaped batches; docs/benchmarks/training.md), else fp32; fp16 needs CUDA."""
-    if name == "auto":
+    """Training autocast dtype. auto (and fastest where nothing is left to time): bf16 on a GPU that supports it;
+    on a CPU with native bf16 matrix units (AMX, AVX-512 BF16) bf16 for models of d_model >= BF16_TRAIN_MIN_D_MODEL
+    (narrower ones train faster in float32 on real, variably shaped batches on the guests measured;
+    docs/benchmarks/training.md), else fp32; fp16 needs CUDA."""
+    if name in ("auto", "fastest"):
         if device.type == "cuda":
             name = "bf16" if torch.cuda.is_bf16_supported() else "fp32"
         else:
@@ -102,6 +104,18 @@ def resolve_precision(
     if name == "fp16" and device.type != "cuda":
         raise ValueError("train.precision=fp16 needs a CUDA device; use bf16 or fp32")
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+def precision_candidates(
+    name: str, device: torch.device, features: CpuFeatures | None = None, d_model: int | None = None
+) -> tuple[torch.dtype, ...]:
+    """The training autocast dtypes `name` leaves open: one where it is settled (`resolve_precision`); fastest on
+    a CPU with native bf16 matrix units gives (float32, bf16), which the trainer decides between by timing a
+    few steps of each (`aiayn.training.precision_probe`): at d_model 128 which is faster differs from one guest
+    to the next (docs/benchmarks/training.md)."""
+    if name == "fastest" and device.type == "cpu" and (features or cpu_features()).native_bf16:
+        return torch.float32, torch.bfloat16
+    return (resolve_precision(name, device, features, d_model),)
 
 
 def choose_decode_precision(
@@ -200,5 +214,6 @@ __all__ = [
     "prepare_for_inference",
     "prepare_for_training",
     "remove_dropout",
+    "precision_candidates",
     "resolve_precision",
 ]

@@ -56,6 +56,16 @@ def _check_same_model(checkpoint: Path, config: RunConfig) -> None:
         raise ValueError(f"{checkpoint} was trained with a different model ({fields}); use another train.out_dir")
 
 
+def _resumed_precision(checkpoint: Path | None) -> torch.dtype | None:
+    """The autocast dtype the run being resumed trained in (recorded in each checkpoint's config.json; float32
+    for checkpoints from before the record, which train.precision=fastest did not exist for)."""
+    if checkpoint is None:
+        return None
+    info = read_config(checkpoint)[1].get("checkpoint")
+    name = info.get("precision", "float32") if isinstance(info, dict) else "float32"
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(name)
+
+
 def train(run: RunConfig, resume: bool = True) -> TrainState:
     """Train per `run`; continue from the last checkpoint in `train.out_dir` when there is one (`resume`)."""
     ctx = init_distributed(run.train.device)
@@ -87,7 +97,7 @@ def train(run: RunConfig, resume: bool = True) -> TrainState:
         torch.manual_seed(seed + 10_000 * (ctx.rank + 1))  # dropout: a different stream per rank
         random.seed(seed + ctx.rank)
         np.random.seed(seed + ctx.rank)
-        trainer = Trainer(model, run, train_set, valid_set, ctx)
+        trainer = Trainer(model, run, train_set, valid_set, ctx, precision=_resumed_precision(checkpoint))
         if ctx.is_main:
             out_dir.mkdir(parents=True, exist_ok=True)
             clean_temporaries(out_dir)

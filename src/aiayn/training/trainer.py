@@ -33,7 +33,7 @@ from tqdm import tqdm
 from aiayn.config import RunConfig
 from aiayn.data import ParallelDataset, TokenBudgetBatches, Tokenizer, load_batch
 from aiayn.io import sha256_file
-from aiayn.kernels import prepare_for_training, resolve_precision
+from aiayn.kernels import precision_candidates, prepare_for_training
 from aiayn.model.pretrained import read_config
 from aiayn.training import checkpoint as ckpt
 from aiayn.training.distributed import (
@@ -52,6 +52,7 @@ from aiayn.training.distributed import (
 from aiayn.training.loss import label_smoothed_nll_loss
 from aiayn.training.metrics_log import MetricsLog, TrainMeter
 from aiayn.training.plan import EpochPlan, plan_epoch
+from aiayn.training.precision_probe import PrecisionProbe, measure_precisions
 from aiayn.training.schedule import adam, inverse_sqrt_schedule
 from aiayn.training.validation import validation_bleu, validation_loss
 
@@ -91,7 +92,10 @@ class Trainer:
         train_set: ParallelDataset,
         valid_set: ParallelDataset,
         ctx: DistContext | None = None,
+        precision: torch.dtype | None = None,
     ) -> None:
+        """`precision`: the autocast dtype a run being resumed trained in, used where `train.precision` leaves
+        it open (fastest: float32 or bf16), so that a resumed run continues as it began."""
         self.ctx = ctx = ctx or DistContext()
         self.run, self.cfg = run, run.train
         self.train_set, self.valid_set = train_set, valid_set
@@ -101,7 +105,11 @@ class Trainer:
             raise ValueError("set at least one of train.max_updates, train.max_epochs, train.max_minutes")
         model = model.to(ctx.device)
         self.fsdp = c.fsdp and ctx.distributed
-        self.dtype = resolve_precision(c.precision, ctx.device, d_model=run.model.d_model)
+        self.batches = TokenBudgetBatches(
+            train_set.src_lengths, train_set.tgt_lengths, run.data.max_tokens, c.seed, True, run.data.max_sentences
+        )
+        self.probe: PrecisionProbe | None = None
+        self.dtype = self._choose_precision(model, precision)
         self.runtime = prepare_for_training(
             model, c.attention_impl, c.linear_kernel, self.dtype, run.data.max_len + 1, sharded=self.fsdp
         )
@@ -117,9 +125,6 @@ class Trainer:
             self.optimizer, run.model.d_model, c.warmup, c.lr_scale, c.lr_decay, c.decay_updates or c.max_updates
         )
         self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=self.dtype == torch.float16)
-        self.batches = TokenBudgetBatches(
-            train_set.src_lengths, train_set.tgt_lengths, run.data.max_tokens, c.seed, True, run.data.max_sentences
-        )
         if c.compile:
             self.net = torch.compile(self.net)
         self.state = TrainState()
@@ -132,6 +137,21 @@ class Trainer:
         self._lr = 0.0
         self._bad_updates = 0  # consecutive updates skipped for a non-finite loss or gradient
 
+    def _choose_precision(self, model: nn.Module, resumed: torch.dtype | None) -> torch.dtype:
+        """train.precision as settled by the device, or, where fastest leaves float32 and bf16 open, by the run
+        being resumed or by timing both on this run's first batches (bf16 only where every rank finds it faster)."""
+        run, ctx = self.run, self.ctx
+        candidates = precision_candidates(self.cfg.precision, ctx.device, d_model=run.model.d_model)
+        if len(candidates) == 1:
+            return candidates[0]
+        if resumed in candidates:
+            return resumed
+        plan = plan_epoch(self.batches, self.train_set.tgt_lengths, 1, ctx.rank, ctx.world_size, 1)
+        batches = [load_batch(self.train_set, update[0]).to(ctx.device) for update in plan.updates[:2]]
+        self.probe = measure_precisions(model, candidates, batches, run.data.max_len + 1)
+        votes = all_reduce_sum([1.0 if self.probe.chosen == torch.bfloat16 else 0.0], ctx)[0]
+        return torch.bfloat16 if votes == ctx.world_size else torch.float32
+
     # --- the loop --------------------------------------------------------------------------------------------
 
     def fit(self) -> TrainState:
@@ -141,6 +161,10 @@ class Trainer:
         show = self.cfg.progress and self.ctx.is_main
         total = self.cfg.max_updates or None
         self.bar = tqdm(total=total, initial=s.step, unit="upd", file=sys.stderr, disable=not show)
+        if self.probe is not None and s.step == 0:
+            self._say(self.probe.describe())
+            self.log.write({"kind": "precision", "step": 0, "seconds": self.probe.seconds,
+                            "chosen": self.runtime.precision})  # fmt: skip
         self._say(f"fast paths: {self.runtime.describe()}")
         while (reason := self._stop_reason()) is None:
             plan = self._epoch_plan(s.epoch)
@@ -326,7 +350,8 @@ class Trainer:
                 "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,
                 "data": self._data_fingerprint(),
             }  # fmt: skip
-            info = {"step": s.step, "epoch": s.epoch, "best_valid_loss": s.best_valid_loss}
+            info = {"step": s.step, "epoch": s.epoch, "best_valid_loss": s.best_valid_loss,
+                    "precision": self.runtime.precision}  # fmt: skip
             tokenizer = self.train_set.tokenizer_path
             ckpt.save_checkpoint(self.out_dir, ckpt.checkpoint_name(s.step), self.model, info, tokenizer, state)
             ckpt.prune_checkpoints(self.out_dir, c.keep_last)
