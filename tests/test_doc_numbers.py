@@ -74,14 +74,17 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
 
 
 @pytest.mark.parametrize(
-    "name, section",
+    "name, section, config",
     [
-        ("multi30k-wu", "## The recipe of issue 15: `configs/multi30k-wu.yaml`"),
-        ("multi30k-wu-tok", "## The recipe on tok/: `configs/multi30k-wu-tok.yaml`"),
-        ("multi30k-wu-tok-linear", "## The linear decay: `configs/multi30k-wu-tok-linear.yaml`"),
+        ("multi30k-wu", "## The recipe of issue 15: `configs/multi30k-wu.yaml`", "multi30k-wu"),
+        ("multi30k-wu-tok", "## The recipe on tok/: `configs/multi30k-wu-tok.yaml`", "multi30k-wu-tok"),
+        ("multi30k-wu-tok-linear", "## The linear decay: `configs/multi30k-wu-tok-linear.yaml`",
+         "multi30k-wu-tok-linear"),
+        ("multi30k-wu-tok-linear-4467", "### The +1.8 split: the linear decay at the bf16 hour's 4,467 updates",
+         "multi30k-wu-tok-linear"),
     ],
-)
-def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str) -> None:
+)  # fmt: skip
+def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
     results = DOCS / f"{name}.results.txt"
     if not results.exists():
         pytest.skip(f"the {name} recipe has not been run and committed yet")
@@ -89,7 +92,8 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str) -> None
     assert scores, f"docs/{name}.results.txt holds no BLEU lines"
     text = (DOCS / "RESULTS.md").read_text()
     assert section in text, f"RESULTS.md has no section {section!r}"
-    part = text.split(section, 1)[1].split("\n## ", 1)[0]  # this recipe's own section
+    level = section.split(" ", 1)[0]  # "##" or "###": the part runs to the next heading of that level or above
+    part = re.split(rf"\n#{{2,{len(level)}}} ", text.split(section, 1)[1], maxsplit=1)[0]  # this run's own part
     for (model, kind), bleu in scores.items():
         row = re.search(rf"\| \*?\*?`{model}`[^\n]*", part)
         assert row, f"RESULTS.md has no row for {model} in {section!r}"
@@ -97,7 +101,7 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str) -> None
     metrics = records(f"{name}.metrics.jsonl")
     end = next(r for r in metrics if r["kind"] == "end")
     assert f"{end['step']:,} updates" in part
-    assert f"{parameters(name + '.yaml'):,} parameters" in part
+    assert f"{parameters(config + '.yaml'):,} parameters" in part
 
 
 SWEEPS = sorted(path.parent.name for path in (DOCS / "ablations").glob("*/sweep.json"))
