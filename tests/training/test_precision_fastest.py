@@ -72,12 +72,10 @@ def test_run_logs_the_choice_and_resumes_in_it(m30k_bin: Path, tmp_path: Path, m
 
     # The resumed run does not time again: it continues in the precision the run began with, even where a new
     # measurement could choose the other one.
-    config = out / "config.json"
     document = json.loads((latest_checkpoint(out) / "config.json").read_text())
     other = "bfloat16" if chosen == "float32" else "float32"
     document["checkpoint"]["precision"] = other  # what a run that had chosen the other one would have recorded
     (latest_checkpoint(out) / "config.json").write_text(json.dumps(document))
-    del config
     train(tiny_run(m30k_bin, out, max_updates=9, save_every=3, precision="fastest"))
     resumed = capsys.readouterr().err
     assert "resumed from" in resumed and "precision fastest:" not in resumed

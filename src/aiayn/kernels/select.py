@@ -211,9 +211,9 @@ __all__ = [
     "choose_attention",
     "choose_decode_precision",
     "choose_linear",
+    "precision_candidates",
     "prepare_for_inference",
     "prepare_for_training",
     "remove_dropout",
-    "precision_candidates",
     "resolve_precision",
 ]
