@@ -86,13 +86,15 @@ def run(args: argparse.Namespace) -> int:
 
         data = Path(base.data.dir)
         vocab = ParallelDataset(data, "train").vocab_size if data.is_dir() else base.data.vocab_size
+        wide = max([len(v.id) for v in sweep.variants] + [len(name) for name in skipped] + [14])
+        values = max([len(v.values) for v in sweep.variants] + [42])
         for variant in sweep.variants:
             model = sweep.run_config(variant, seeds[0]).model.with_overrides(src_vocab_size=vocab,
                                                                              tgt_vocab_size=vocab)  # fmt: skip
             paper = f"  (paper: {variant.change})" if variant.row not in ("base", "vary") else ""
-            print(f"{variant.id:14} {variant.values:42} {parameters(model):>12,} parameters{paper}")
+            print(f"{variant.id:{wide}} {variant.values:{values}} {parameters(model):>12,} parameters{paper}")
         for name, reason in skipped.items():
-            print(f"{name:14} skipped: {reason}")
+            print(f"{name:{wide}} skipped: {reason}")
         print(f"{len(sweep.variants)} rows x {len(seeds)} seeds; budget {vars(sweep.budget)}")
         return 0
     print(sw.run_sweep(sweep))
