@@ -65,6 +65,8 @@ def test_plan_prints_the_scaled_rows_and_trains_nothing(tiny_config: Path, tmp_p
     argv = ["ablate", str(tiny_config), "--rows", "A,big", "--vary", "train.warmup=5,20", "--updates", "9", "--plan"]
     assert main([*argv, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "A-h1           h=1, d_k=32, d_v=32" in printed and "big            d_model=64, d_ff=128, h=8" in printed
+    lines = {line.split(" ", 1)[0]: line.split(" ", 1)[1].strip() for line in printed.splitlines()}
+    assert lines["A-h1"].startswith("h=1, d_k=32, d_v=32 ") and lines["big"].startswith("d_model=64, d_ff=128, h=8")
+    assert len({line.index(" parameters") for line in printed.splitlines() if "parameters" in line}) == 1  # aligned
     assert "vary-train.warmup=20" in printed and "8 rows x 1 seeds; budget {'updates': 9, 'minutes': 0.0}" in printed
     assert not out.exists()
