@@ -110,7 +110,8 @@ SWEEPS = sorted(path.parent.name for path in (DOCS / "ablations").glob("*/sweep.
 @pytest.mark.parametrize("name", SWEEPS)
 def test_committed_sweep_tables_are_the_tools_report_of_their_runs(name: str) -> None:
     """A sweep committed with its runs' results: table.json and table.md are what `aiayn ablate` writes from them,
-    and docs/ABLATIONS.md quotes table.md's rows as they are."""
+    and the doc that links to it (docs/ABLATIONS.md, or docs/RESULTS.md for a recipe sweep) quotes its rows as they
+    are."""
     from aiayn.experiments.report import build_table, markdown
     from aiayn.experiments.sweep import load_results
 
@@ -121,7 +122,9 @@ def test_committed_sweep_tables_are_the_tools_report_of_their_runs(name: str) ->
     table = build_table(meta, results)
     assert table == json.loads((sweep / "table.json").read_text())
     assert markdown(table) == (sweep / "table.md").read_text()
-    text = (DOCS / "ABLATIONS.md").read_text()
+    docs = [doc for doc in ("ABLATIONS.md", "RESULTS.md") if f"ablations/{name}/" in (DOCS / doc).read_text()]
+    assert docs, f"neither docs/ABLATIONS.md nor docs/RESULTS.md links to ablations/{name}/"
+    text = "\n".join((DOCS / doc).read_text() for doc in docs)
     rows = [line for line in markdown(table).splitlines() if line.startswith("| ") and not line.startswith("| row")]
     missing = [line for line in rows if line not in text]
-    assert not missing, f"docs/ABLATIONS.md does not quote these rows of ablations/{name}/table.md: {missing[:2]}"
+    assert not missing, f"docs/{docs[0]} does not quote these rows of ablations/{name}/table.md: {missing[:2]}"
