@@ -20,6 +20,10 @@ PRECISION=${PRECISION:-float32}
 LENPENS=${LENPENS:-}
 AIAYN=${AIAYN:-.venv/bin/aiayn}
 PY=${PY:-.venv/bin/python}
+"$PY" -c 'import sacremoses' 2>/dev/null || {
+  echo "$0: sacremoses is missing (the raw-reference scores detokenize with it): $PY -m pip install -e '.[moses]'" >&2
+  exit 1
+}
 DATA=$("$PY" -c 'from aiayn.data import resolve_data_dir; print(resolve_data_dir())')/multi30k
 # score2 HYP_TOK OUT_DETOK: Moses-detokenize, then sacreBLEU 13a -lc and chrF against the raw references
 score2() {
