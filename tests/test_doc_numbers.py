@@ -84,6 +84,8 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
          "multi30k-wu-tok-linear"),
         ("multi30k-wu-tok-drop02", "## Dropout 0.2: `configs/multi30k-wu-tok-drop02.yaml`, an hour on an AMX Xeon",
          "multi30k-wu-tok-drop02"),
+        ("multi30k-wu-tok-dff256", "## d_ff 256: `configs/multi30k-wu-tok-dff256.yaml`, an hour on an AMX Xeon",
+         "multi30k-wu-tok-dff256"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
@@ -106,17 +108,26 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
     assert f"{parameters(config + '.yaml'):,} parameters" in part
 
 
-def test_drop02_recipe_is_the_command_its_hour_ran() -> None:
-    """configs/multi30k-wu-tok-drop02.yaml is the linear recipe with the overrides RESULTS.md quotes for its hour
-    (but the run directory and the progress bar)."""
-    part = (DOCS / "RESULTS.md").read_text().split("## Dropout 0.2: `configs/multi30k-wu-tok-drop02.yaml`", 1)[1]
-    command = re.search(r"aiayn train configs/multi30k-wu-tok-linear\.yaml((?:.|\n)*?)#", part)
-    assert command, "RESULTS.md quotes no training command for the dropout 0.2 hour"
+@pytest.mark.parametrize(
+    "section, base, recipe, change",
+    [
+        ("## Dropout 0.2: `configs/multi30k-wu-tok-drop02.yaml`", "multi30k-wu-tok-linear", "multi30k-wu-tok-drop02",
+         "model.P_drop=0.2"),
+        ("## d_ff 256: `configs/multi30k-wu-tok-dff256.yaml`", "multi30k-wu-tok-drop02", "multi30k-wu-tok-dff256",
+         "model.d_ff=256"),
+    ],
+)  # fmt: skip
+def test_recipe_is_the_command_its_hour_ran(section: str, base: str, recipe: str, change: str) -> None:
+    """configs/RECIPE.yaml is BASE with the overrides RESULTS.md quotes for its hour (but the run directory and the
+    progress bar)."""
+    part = (DOCS / "RESULTS.md").read_text().split(section, 1)[1]
+    command = re.search(rf"aiayn train configs/{re.escape(base)}\.yaml((?:.|\n)*?)#", part)
+    assert command, f"RESULTS.md quotes no training command on {base}.yaml for {recipe}'s hour"
     display = ("train.out_dir", "train.progress")
     sets = [s for s in re.findall(r"--set (\S+)", command.group(1)) if s.split("=")[0] not in display]
-    assert "model.P_drop=0.2" in sets
-    ran = load_run_config(CONFIGS / "multi30k-wu-tok-linear.yaml", sets + ["train.out_dir=runs/multi30k-wu-tok-drop02"])
-    assert load_run_config(CONFIGS / "multi30k-wu-tok-drop02.yaml") == ran
+    assert change in sets
+    ran = load_run_config(CONFIGS / f"{base}.yaml", sets + [f"train.out_dir=runs/{recipe}"])
+    assert load_run_config(CONFIGS / f"{recipe}.yaml") == ran
 
 
 SWEEPS = sorted(path.parent.name for path in (DOCS / "ablations").glob("*/sweep.json"))
