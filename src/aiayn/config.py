@@ -267,7 +267,9 @@ class TrainConfig:
     warmup: int = 4000  # warmup_steps of eq. 3
     # after the warmup: inverse_sqrt = eq. 3; linear = from eq. 3's peak down to 0 at train.decay_updates
     lr_decay: Literal["inverse_sqrt", "linear"] = "inverse_sqrt"
-    decay_updates: int = 0  # the update a linear decay reaches 0 at; 0 = train.max_updates
+    # the update a linear decay reaches 0 at; 0 = train.max_updates; auto = where train.max_minutes ends: redrawn at
+    # each validation from the current rate to the update the remaining minutes reach at the recent pace
+    decay_updates: int | Literal["auto"] = 0
     clip_norm: float = 0.0  # clip the gradient norm to this; 0 = off (the paper does not clip)
     update_freq: int = 1  # micro-batches accumulated per update (gradient accumulation)
     max_updates: int = 0  # stop after this many updates; 0 = no limit (paper: 100k base, 300k big)
@@ -313,9 +315,14 @@ class TrainConfig:
         if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1 and self.adam_eps > 0):
             raise ConfigError("train.adam_beta1/adam_beta2 must be in [0, 1) and train.adam_eps > 0")
         check_choices(self, "train")
-        if self.decay_updates < 0:
+        if self.decay_updates == "auto":
+            if self.lr_decay != "linear" or not self.max_minutes:
+                raise ConfigError("train.decay_updates: auto fits a linear decay to the time budget; it needs"
+                                  f" train.lr_decay: linear and train.max_minutes > 0, got lr_decay {self.lr_decay},"
+                                  f" max_minutes {self.max_minutes}")  # fmt: skip
+        elif self.decay_updates < 0:
             raise ConfigError(f"train.decay_updates must be >= 0 (0 = train.max_updates), got {self.decay_updates}")
-        if self.lr_decay == "linear" and (self.decay_updates or self.max_updates) <= self.warmup:
+        elif self.lr_decay == "linear" and (self.decay_updates or self.max_updates) <= self.warmup:
             raise ConfigError(
                 "train.lr_decay: linear needs train.decay_updates (or train.max_updates) above train.warmup"
                 f" ({self.warmup}), got {self.decay_updates or self.max_updates}"

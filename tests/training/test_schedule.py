@@ -86,3 +86,46 @@ def test_linear_decay_needs_a_last_update_after_the_warmup() -> None:
     with pytest.raises(ConfigError, match="train.lr_decay"):
         TrainConfig(lr_decay="cosine", max_updates=10)
     assert TrainConfig(lr_decay="linear", warmup=1000, max_updates=5000).decay_updates == 0
+
+
+def test_decay_line_redrawn_keeps_the_rate_continuous_and_ends_at_zero() -> None:
+    """train.decay_updates: auto's line: redrawing at update k keeps update k's factor and falls to 0 at the new end;
+    redrawn before the warmup ends it only moves the end (the line still starts at the peak)."""
+    from aiayn.training.schedule import DecayLine
+
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([param], lr=1.0)
+    line = DecayLine(10, 0)
+    scheduler = inverse_sqrt_schedule(optimizer, 128, 10, 2.0, decay="linear", line=line)
+    peak, seen = 2 * eq3(10, 128, 10), []
+    for k in range(1, 61):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+        if k == 5:
+            line.redraw(5, 50)  # before the warmup's end: the line 10 -> 50 from the peak
+            assert (line.start, line.end, line.start_factor) == (10, 50, 1.0)
+        if k == 30:
+            line.redraw(30, 40)  # at update 30 (factor 0.5) the budget shrinks: 0 at update 40 instead of 50
+            from aiayn.training.schedule import reapply
+
+            reapply(scheduler)
+    assert seen[9] == pytest.approx(peak, rel=1e-12) and seen[19] == pytest.approx(peak * 30 / 40, rel=1e-12)
+    assert seen[29] == pytest.approx(peak / 2, rel=1e-12)  # update 30 on the first line
+    assert seen[30] == pytest.approx(peak / 2 * 9 / 10, rel=1e-12)  # update 31 on the second: 0.5 * (40-31)/(40-30)
+    assert seen[38] == pytest.approx(peak / 2 / 10, rel=1e-12) and seen[39] == 0.0 and seen[59] == 0.0
+
+
+def test_decay_updates_auto_needs_a_linear_decay_and_a_time_budget() -> None:
+    from aiayn.config import ConfigError, TrainConfig, build_run_config
+
+    document = {"train": {"lr_decay": "linear", "max_minutes": 60, "max_updates": 8000}}
+    assert build_run_config(document, ["train.decay_updates=auto"]).train.decay_updates == "auto"
+    assert TrainConfig(lr_decay="linear", warmup=1000, max_minutes=60, decay_updates="auto").max_updates == 0
+    assert build_run_config({"train": {"max_updates": 9}}, ["train.decay_updates=7"]).train.decay_updates == 7
+    with pytest.raises(ConfigError, match="train.decay_updates: auto .* train.max_minutes > 0"):
+        TrainConfig(lr_decay="linear", max_updates=5000, decay_updates="auto")
+    with pytest.raises(ConfigError, match="train.lr_decay: linear"):
+        TrainConfig(max_minutes=60, decay_updates="auto")
+    with pytest.raises(ConfigError, match="train.decay_updates"):
+        build_run_config(document, ["train.decay_updates=soon"])

@@ -7,10 +7,14 @@ the peak, at step_num = warmup_steps, is (d_model * warmup_steps)^-0.5. `scale` 
 (1.0 is the paper; small corpora often use 2). Update k (counted from 1) uses lrate(k).
 
 Not in the paper: `decay="linear"` keeps eq. 3's warmup and peak, then falls linearly to 0 at update `total`
-(a budget known in advance: a short run ends at a small rate instead of eq. 3's tail).
+(a budget known in advance: a short run ends at a small rate instead of eq. 3's tail). Where the budget is
+wall time, the line is a `DecayLine` the trainer redraws as the run goes (`train.decay_updates: auto`): from the
+rate of the last update to 0 at the update the remaining minutes are projected to reach.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -34,11 +38,38 @@ def linear_decay_lr(step: int, d_model: int, warmup: int, total: int, scale: flo
     return inverse_sqrt_lr(warmup, d_model, warmup, scale) * max(0.0, (total - step) / (total - warmup))
 
 
+@dataclass
+class DecayLine:
+    """After the warmup, the fraction of the peak rate: `start_factor` at update `start`, falling linearly to 0 at
+    update `end` (0 after). `redraw` moves the end and keeps the rate continuous."""
+
+    start: int  # the warmup's last update, or the update the line was last redrawn at
+    end: int  # the update the rate reaches 0 at; 0 = not drawn yet (then the factor stays start_factor)
+    start_factor: float = 1.0
+
+    def factor(self, step: int) -> float:
+        if step <= self.start or self.end <= self.start:
+            return self.start_factor
+        return self.start_factor * max(0.0, (self.end - step) / (self.end - self.start))
+
+    def redraw(self, step: int, end: int) -> None:
+        """From the factor update `step` ran at (or the peak, before the warmup ends) to 0 at `end` (> step)."""
+        if step > self.start:
+            self.start_factor, self.start = self.factor(step), step
+        self.end = max(end, self.start + 1)
+
+
 def inverse_sqrt_schedule(
-    optimizer: Optimizer, d_model: int, warmup: int, scale: float = 1.0, decay: str = "inverse_sqrt", total: int = 0
+    optimizer: Optimizer,
+    d_model: int,
+    warmup: int,
+    scale: float = 1.0,
+    decay: str = "inverse_sqrt",
+    total: int = 0,
+    line: DecayLine | None = None,
 ) -> LambdaLR:
-    """A LambdaLR that sets every parameter group's lr to eq. 3 (or `decay="linear"` to `total`) before each
-    update.
+    """A LambdaLR that sets every parameter group's lr to eq. 3 (or `decay="linear"` to `total`, or along
+    `line`, a value the caller may redraw) before each update.
 
     Call `scheduler.step()` after each `optimizer.step()`. After k calls the lr is lrate(k + 1), the rate of
     the next update; the optimizer's own lr is overwritten. Its state_dict is plain numbers (weights_only).
@@ -47,15 +78,27 @@ def inverse_sqrt_schedule(
         group["lr"] = 1.0  # LambdaLR multiplies this base by the lambda
         group.pop("initial_lr", None)
 
-    if decay == "linear" and total <= warmup:
+    if decay == "linear" and line is None and total <= warmup:
         raise ValueError(f"a linear decay needs its last update ({total}) after the warmup ({warmup})")
+    peak = inverse_sqrt_lr(warmup, d_model, warmup, scale)
 
     def rate(completed: int) -> float:
+        step = completed + 1
+        if decay == "linear" and line is not None and step > warmup:
+            return peak * line.factor(step)
         if decay == "linear":
-            return linear_decay_lr(completed + 1, d_model, warmup, total, scale)
-        return inverse_sqrt_lr(completed + 1, d_model, warmup, scale)
+            return linear_decay_lr(step, d_model, warmup, total, scale)
+        return inverse_sqrt_lr(step, d_model, warmup, scale)
 
     return LambdaLR(optimizer, rate)
+
+
+def reapply(scheduler: LambdaLR) -> None:
+    """Set the next update's rate again (LambdaLR computes it in `step()`), after its `DecayLine` was redrawn."""
+    completed = scheduler.last_epoch
+    for group, base, rate in zip(scheduler.optimizer.param_groups, scheduler.base_lrs, scheduler.lr_lambdas):
+        group["lr"] = base * rate(completed)
+    scheduler._last_lr = [group["lr"] for group in scheduler.optimizer.param_groups]
 
 
 def adam(model: nn.Module, c: TrainConfig) -> torch.optim.Adam:
@@ -68,4 +111,4 @@ def adam(model: nn.Module, c: TrainConfig) -> torch.optim.Adam:
         return torch.optim.Adam(model.parameters(), **options)
 
 
-__all__ = ["adam", "inverse_sqrt_lr", "inverse_sqrt_schedule", "linear_decay_lr"]
+__all__ = ["DecayLine", "adam", "inverse_sqrt_lr", "inverse_sqrt_schedule", "linear_decay_lr", "reapply"]

@@ -53,7 +53,7 @@ from aiayn.training.loss import label_smoothed_nll_loss
 from aiayn.training.metrics_log import MetricsLog, TrainMeter
 from aiayn.training.plan import EpochPlan, plan_epoch
 from aiayn.training.precision_probe import PrecisionProbe, measure_precisions
-from aiayn.training.schedule import adam, inverse_sqrt_schedule
+from aiayn.training.schedule import DecayLine, adam, inverse_sqrt_schedule, reapply
 from aiayn.training.validation import validation_bleu, validation_loss
 
 
@@ -121,8 +121,11 @@ class Trainer:
             self.net = wrap_model(model, ctx)  # what forward/backward go through
         self._replica_step = 0  # the update the replica's weights are from
         self.optimizer = adam(self.trained, c)
+        # train.decay_updates: auto: the line's end is drawn at the first validation and redrawn at each one
+        self.line = DecayLine(c.warmup, 0) if c.decay_updates == "auto" else None
+        total = 0 if self.line else c.decay_updates or c.max_updates
         self.scheduler = inverse_sqrt_schedule(
-            self.optimizer, run.model.d_model, c.warmup, c.lr_scale, c.lr_decay, c.decay_updates or c.max_updates
+            self.optimizer, run.model.d_model, c.warmup, c.lr_scale, c.lr_decay, total, self.line
         )
         self.scaler = torch.amp.GradScaler(ctx.device.type, enabled=self.dtype == torch.float16)
         if c.compile:
@@ -157,6 +160,7 @@ class Trainer:
     def fit(self) -> TrainState:
         s = self.state
         self._clock = time.perf_counter() - s.train_seconds
+        self._pace_mark = (s.step, time.perf_counter())  # where the pace of train.decay_updates: auto is timed from
         self.meter.reset_clock()
         show = self.cfg.progress and self.ctx.is_main
         total = self.cfg.max_updates or None
@@ -257,6 +261,34 @@ class Trainer:
             self._bleu()
         if c.save_every and step % c.save_every == 0:
             self._save()
+        if self.line is not None and (self._last["valid"] == step or (step == c.warmup and not self.line.end)):
+            self._redraw_decay()
+
+    def _redraw_decay(self) -> None:
+        """train.decay_updates: auto: the line from this update's rate to 0 at the update where train.max_minutes
+        runs out, at the pace (seconds per update, validation, BLEU and checkpoints included) since the last
+        redraw; then the next update's rate along the new line. Every rank draws the same line (rank 0's)."""
+        c, s, line = self.cfg, self.state, self.line
+        assert line is not None
+        now = time.perf_counter()
+        mark_step, mark_time = self._pace_mark
+        if s.step <= mark_step:
+            return
+        pace = (now - mark_time) / (s.step - mark_step)
+        left = 60 * c.max_minutes - (now - self._clock)
+        end = s.step + max(1, int(left / pace))
+        if c.max_updates:
+            end = min(end, c.max_updates)
+        end = int(all_gather_object(end, self.ctx)[0])
+        first = line.end == 0
+        line.redraw(s.step, end)
+        reapply(self.scheduler)
+        self._pace_mark = (s.step, now)
+        self.log.write({"kind": "decay", "step": s.step, "end": line.end, "factor": line.start_factor,
+                        "s_per_update": pace})  # fmt: skip
+        if first:
+            self._say(f"step {s.step}: linear decay to 0 at update {line.end} ({pace:.3f} s per update, "
+                      f"{left / 60:.1f} of train.max_minutes left); redrawn at each validation")  # fmt: skip
 
     def _stop_reason(self) -> str | None:
         c, s = self.cfg, self.state
@@ -348,6 +380,7 @@ class Trainer:
                 **vars(s), "world_size": self.ctx.world_size, "update_freq": c.update_freq, "rng": rng,
                 "fsdp": self.fsdp, "optimizer": optimizer, "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else None,
+                "decay_line": None if self.line is None else vars(self.line),
                 "data": self._data_fingerprint(),
             }  # fmt: skip
             info = {"step": s.step, "epoch": s.epoch, "best_valid_loss": s.best_valid_loss,
@@ -400,6 +433,9 @@ class Trainer:
         else:
             self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
+        if self.line is not None and saved.get("decay_line"):
+            self.line.__init__(**saved["decay_line"])
+            reapply(self.scheduler)
         if saved["scaler"] is not None and self.scaler.is_enabled():
             self.scaler.load_state_dict(saved["scaler"])
         for key in vars(self.state):
