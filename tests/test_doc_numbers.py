@@ -86,6 +86,8 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
          "multi30k-wu-tok-drop02"),
         ("multi30k-wu-tok-dff256", "## d_ff 256: `configs/multi30k-wu-tok-dff256.yaml`, an hour on an AMX Xeon",
          "multi30k-wu-tok-dff256"),
+        ("multi30k-wu-tok-dff256-auto", "## d_ff 256 with the decay fitted to the hour (`train.decay_updates: auto`)",
+         "multi30k-wu-tok-dff256"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
