@@ -88,6 +88,7 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
          "multi30k-wu-tok-dff256"),
         ("multi30k-wu-tok-dff256-auto", "## d_ff 256 with the decay fitted to the hour (`train.decay_updates: auto`)",
          "multi30k-wu-tok-dff256"),
+        ("multi30k-wu-tok-dff256-auto-s2", "### Seed 2 of the same hour", "multi30k-wu-tok-dff256"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
