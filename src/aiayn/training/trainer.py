@@ -434,7 +434,7 @@ class Trainer:
             self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
         if self.line is not None and saved.get("decay_line"):
-            self.line.__init__(**saved["decay_line"])
+            vars(self.line).update(saved["decay_line"])  # in place: the scheduler holds this line
             reapply(self.scheduler)
         if saved["scaler"] is not None and self.scaler.is_enabled():
             self.scaler.load_state_dict(saved["scaler"])
