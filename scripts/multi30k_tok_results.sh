@@ -2,13 +2,14 @@
 # The numbers of docs/RESULTS.md for a model trained on Multi30k's lowercased tokenized tok/ files
 # (configs/multi30k-wu-tok.yaml), as Wu et al. 2021 and the multimodal MT papers train and score:
 #
-#   [BEAM=5] [LAST=10] [PRECISION=float32] [LENPENS="0.6 1.0 1.5 2.0"] scripts/multi30k_tok_results.sh [RUN_DIR]
+#   [BEAM=5] [LAST=10] [PRECISION=float32] [POWER1=1] [LENPENS="0.6 1.0 1.5 2.0"] scripts/multi30k_tok_results.sh [RUN_DIR]
 #   (default runs/multi30k-wu-tok)
 #
 # Averages the last LAST checkpoints (6.1), then translates tok/test2016.lc.norm.tok.en with checkpoint-best and
 # the average (beam BEAM, alpha 0.6) and scores two ways: BLEU against tok/test2016.lc.norm.tok.de with
 # --tokenize none (the papers' "lowercased tokenized" BLEU), and, Moses-detokenized, with sacreBLEU's default 13a
 # against the raw test2016.de references case-insensitively (-lc; a lowercasing model has no cased score).
+# Unless POWER1=0, it also scores both models with Wu et al.'s decoding: fairseq's length normalisation, log P / |Y|.
 # With LENPENS, it then chooses the model (checkpoint-best or the average) and length penalty with the best BLEU on
 # tok/val (beam BEAM) and scores that choice on test2016 both ways.
 set -euo pipefail
@@ -18,6 +19,7 @@ BEAM=${BEAM:-5}
 LAST=${LAST:-10}
 PRECISION=${PRECISION:-float32}
 LENPENS=${LENPENS:-}
+POWER1=${POWER1:-1}
 AIAYN=${AIAYN:-.venv/bin/aiayn}
 PY=${PY:-.venv/bin/python}
 "$PY" -c 'import sacremoses' 2>/dev/null || {
@@ -58,6 +60,16 @@ for MODEL in "$RUN/checkpoint-best" "$RUN/averaged"; do
   echo "== $MODEL: raw references, Moses-detokenized hypotheses, sacreBLEU 13a case-insensitive"
   score2 "$MODEL/test2016.hyp.tok.de" "$MODEL/test2016.hyp.detok.de"
 done
+# Wu et al. 2021's own decoding of their 41.02 (fairseq generate's default length normalisation: log P / |Y|,
+# our --lenpen-form power --lenpen 1.0), fixed in advance like alpha 0.6, on the same two models.
+if [ "$POWER1" = 1 ]; then
+  for MODEL in "$RUN/checkpoint-best" "$RUN/averaged"; do
+    echo "== $MODEL-power1: lowercased tokenized (tok/), beam $BEAM, lenpen power 1.0 (fairseq's), precision $PRECISION"
+    evaluate_tok "$MODEL" test2016 --lenpen-form power --lenpen 1.0 --hyp-out "$MODEL/test2016.power1.hyp.tok.de"
+    echo "== $MODEL-power1: raw references, Moses-detokenized hypotheses, sacreBLEU 13a case-insensitive"
+    score2 "$MODEL/test2016.power1.hyp.tok.de" "$MODEL/test2016.power1.hyp.detok.de"
+  done
+fi
 
 [ -z "$LENPENS" ] && exit 0
 echo
