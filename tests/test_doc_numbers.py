@@ -17,9 +17,11 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
-def parameters(config: str, vocab: int = 8000) -> int:
-    model = load_run_config(CONFIGS / config).model.with_overrides(src_vocab_size=vocab, tgt_vocab_size=vocab)
-    return Transformer(model).num_parameters()
+def parameters(config: str) -> int:
+    """What `aiayn info` prints for the model the config trains (its vocabulary is `data.vocab_size`)."""
+    run = load_run_config(CONFIGS / config)
+    vocab = run.data.vocab_size
+    return Transformer(run.model.with_overrides(src_vocab_size=vocab, tgt_vocab_size=vocab)).num_parameters()
 
 
 def records(name: str) -> list[dict]:
