@@ -91,6 +91,9 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-dff256-auto", "## d_ff 256 with the decay fitted to the hour (`train.decay_updates: auto`)",
          "multi30k-wu-tok-dff256"),
         ("multi30k-wu-tok-dff256-auto-s2", "### Seed 2 of the same hour", "multi30k-wu-tok-dff256"),
+        ("multi30k-wu-tok-b2k-v4k", "## Half batches and a 4k vocabulary: `configs/multi30k-wu-tok-b2k-v4k.yaml`",
+         "multi30k-wu-tok-b2k-v4k"),
+        ("multi30k-wu-tok-v4k", "## A 4k vocabulary: `configs/multi30k-wu-tok-v4k.yaml`", "multi30k-wu-tok-v4k"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
@@ -120,6 +123,9 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
          "model.P_drop=0.2"),
         ("## d_ff 256: `configs/multi30k-wu-tok-dff256.yaml`", "multi30k-wu-tok-drop02", "multi30k-wu-tok-dff256",
          "model.d_ff=256"),
+        ("## Half batches and a 4k vocabulary", "multi30k-wu-tok-dff256", "multi30k-wu-tok-b2k-v4k",
+         "data.max_tokens=2048"),
+        ("## A 4k vocabulary", "multi30k-wu-tok-dff256", "multi30k-wu-tok-v4k", "data.vocab_size=4000"),
     ],
 )  # fmt: skip
 def test_recipe_is_the_command_its_hour_ran(section: str, base: str, recipe: str, change: str) -> None:
