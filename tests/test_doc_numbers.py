@@ -94,6 +94,10 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-b2k-v4k", "## Half batches and a 4k vocabulary: `configs/multi30k-wu-tok-b2k-v4k.yaml`",
          "multi30k-wu-tok-b2k-v4k"),
         ("multi30k-wu-tok-v4k", "## A 4k vocabulary: `configs/multi30k-wu-tok-v4k.yaml`", "multi30k-wu-tok-v4k"),
+        ("multi30k-wu-tok-b2k", "## Half batches at the 8k vocabulary: `configs/multi30k-wu-tok-b2k.yaml`",
+         "multi30k-wu-tok-b2k"),
+        ("multi30k-wu-tok-b1k", "## Batches of 1,024 tokens: `configs/multi30k-wu-tok-b1k.yaml`",
+         "multi30k-wu-tok-b1k"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
@@ -126,6 +130,10 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
         ("## Half batches and a 4k vocabulary", "multi30k-wu-tok-dff256", "multi30k-wu-tok-b2k-v4k",
          "data.max_tokens=2048"),
         ("## A 4k vocabulary", "multi30k-wu-tok-dff256", "multi30k-wu-tok-v4k", "data.vocab_size=4000"),
+        ("## Half batches at the 8k vocabulary", "multi30k-wu-tok-dff256", "multi30k-wu-tok-b2k",
+         "data.max_tokens=2048"),
+        ("## Batches of 1,024 tokens", "multi30k-wu-tok-dff256", "multi30k-wu-tok-b1k",
+         "data.max_tokens=1024"),
     ],
 )  # fmt: skip
 def test_recipe_is_the_command_its_hour_ran(section: str, base: str, recipe: str, change: str) -> None:
