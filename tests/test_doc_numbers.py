@@ -97,6 +97,7 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-b2k", "## Half batches at the 8k vocabulary: `configs/multi30k-wu-tok-b2k.yaml`",
          "multi30k-wu-tok-b2k"),
         ("multi30k-wu-tok-b2k-s2", "### Seed 2 of the half-batch hour", "multi30k-wu-tok-b2k"),
+        ("multi30k-wu-tok-b2k-s3", "### Seed 3 of the half-batch hour", "multi30k-wu-tok-b2k"),
         ("multi30k-wu-tok-b1k", "## Batches of 1,024 tokens: `configs/multi30k-wu-tok-b1k.yaml`",
          "multi30k-wu-tok-b1k"),
     ],
