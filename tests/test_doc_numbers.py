@@ -100,6 +100,8 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-b2k-s3", "### Seed 3 of the half-batch hour", "multi30k-wu-tok-b2k"),
         ("multi30k-wu-tok-b1k", "## Batches of 1,024 tokens: `configs/multi30k-wu-tok-b1k.yaml`",
          "multi30k-wu-tok-b1k"),
+        ("multi30k-wu-tok-b2k-v10k", "## A 10k vocabulary at half batches: `configs/multi30k-wu-tok-b2k-v10k.yaml`",
+         "multi30k-wu-tok-b2k-v10k"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
@@ -136,6 +138,8 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
          "data.max_tokens=2048"),
         ("## Batches of 1,024 tokens", "multi30k-wu-tok-dff256", "multi30k-wu-tok-b1k",
          "data.max_tokens=1024"),
+        ("## A 10k vocabulary at half batches", "multi30k-wu-tok-b2k", "multi30k-wu-tok-b2k-v10k",
+         "data.vocab_size=10000"),
     ],
 )  # fmt: skip
 def test_recipe_is_the_command_its_hour_ran(section: str, base: str, recipe: str, change: str) -> None:
