@@ -103,6 +103,8 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-b2k-v10k", "## A 10k vocabulary at half batches: `configs/multi30k-wu-tok-b2k-v10k.yaml`",
          "multi30k-wu-tok-b2k-v10k"),
         ("multi30k-wu-tok-b2k-drop03", "## Wu et al.'s dropout 0.3 at half batches", "multi30k-wu-tok-b2k"),
+        ("multi30k-wu-tok-b2k-drop015", "## Dropout 0.15 at half batches", "multi30k-wu-tok-b2k"),
+        ("multi30k-wu-tok-b2k-zen3", "### The recipe itself on the same Zen 3", "multi30k-wu-tok-b2k"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
