@@ -123,3 +123,37 @@ def test_decode_step_path_equals_fused_kernel(queries: int, generator: torch.Gen
         empty = key_padding_mask(torch.zeros(3, 7, dtype=torch.bool))
         out, _ = ATTENTION[impl](q, k, v, empty)
     assert torch.isfinite(out).all()
+
+
+def test_prepare_for_compile_leaves_products_and_dropout_to_torch() -> None:
+    """train.compile: inductor cannot lower the oneDNN op, and fuses dropout itself; oneDNN asked for is an error."""
+    model = Transformer(tiny_config(P_drop=0.1))
+    runtime = prepare_for_training(model, compiled=True)
+    assert runtime.linear == "torch" and runtime.dropout == "torch"
+    assert {type(m) for m in model.modules() if "Dropout" in type(m).__name__} == {torch.nn.Dropout}
+    with pytest.raises(ValueError, match="train.linear_kernel=onednn cannot be compiled"):
+        prepare_for_training(Transformer(tiny_config()), linear="onednn", compiled=True)
+
+
+def test_a_compiled_training_step_matches_the_eager_one(generator: torch.Generator) -> None:
+    """The model as train.compile runs it (prepared for compiling, then torch.compile): the loss and every
+    gradient of one step equal the eager model's (dropout 0, so both compute the same function)."""
+    import copy
+
+    from tests.conftest import random_batch
+
+    eager = Transformer(tiny_config())
+    compiled = copy.deepcopy(eager)
+    prepare_for_training(eager)
+    prepare_for_training(compiled, compiled=True)
+    src, _ = random_batch(3, 7, 37, generator)
+    tgt, _ = random_batch(3, 6, 37, generator)
+    losses = []
+    for model in (eager, torch.compile(compiled)):
+        logits = model(src, tgt[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt[:, 1:].reshape(-1), ignore_index=0)
+        loss.backward()
+        losses.append(loss.detach())
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-5, atol=1e-6)
+    for (name, a), b in zip(eager.named_parameters(), compiled.parameters(), strict=True):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=name)

@@ -151,16 +151,21 @@ def prepare_for_training(
     precision: torch.dtype = torch.float32,
     max_keys: int = 1024,
     sharded: bool = False,
+    compiled: bool = False,
 ) -> Runtime:
-    """Choose and apply the fast paths for training `model` (in place) with autocast `precision`."""
+    """Choose and apply the fast paths for training `model` (in place) with autocast `precision`. `compiled`
+    (train.compile): the model goes to torch.compile, whose own fused kernels replace the hand-written ones, so
+    products stay F.linear (inductor cannot lower the oneDNN op) and dropout stays torch's."""
     device, _ = _device_dtype(model)
     encoder, decoder = choose_attention(attention, device, precision, training=True, max_keys=max_keys)
-    kernel = choose_linear(linear, device, precision, sharded)
+    if compiled and linear == "onednn":
+        raise ValueError("train.linear_kernel=onednn cannot be compiled (train.compile: true); use auto or torch")
+    kernel = choose_linear("torch" if compiled else linear, device, precision, sharded)
     model.set_attention(encoder, "encoder")
     model.set_attention(decoder, "decoder")
     if kernel == "onednn":
         swap_linears(model)
-    dropout = "rand-mask" if device.type == "cpu" and swap_dropout(model) else "torch"
+    dropout = "rand-mask" if device.type == "cpu" and not compiled and swap_dropout(model) else "torch"
     return Runtime(encoder, decoder, kernel, str(precision).removeprefix("torch."), dropout=dropout)
 
 

@@ -111,7 +111,8 @@ class Trainer:
         self.probe: PrecisionProbe | None = None
         self.dtype = self._choose_precision(model, precision)
         self.runtime = prepare_for_training(
-            model, c.attention_impl, c.linear_kernel, self.dtype, run.data.max_len + 1, sharded=self.fsdp
+            model, c.attention_impl, c.linear_kernel, self.dtype, run.data.max_len + 1, sharded=self.fsdp,
+            compiled=c.compile,
         )
         if self.fsdp:  # a full replica for checkpoints, validation and BLEU; the original is sharded in place
             self.model = copy.deepcopy(model)
