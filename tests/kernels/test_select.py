@@ -15,7 +15,7 @@ from aiayn.kernels import choose_attention, prepare_for_inference, prepare_for_t
 from aiayn.model import MultiHeadAttention, Transformer
 from aiayn.model.attention import ATTENTION
 from aiayn.model.masks import key_padding_mask
-from tests.conftest import tiny_config
+from tests.conftest import random_batch, tiny_config
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 
@@ -139,8 +139,6 @@ def test_a_compiled_training_step_matches_the_eager_one(generator: torch.Generat
     """The model as train.compile runs it (prepared for compiling, then torch.compile): the loss and every
     gradient of one step equal the eager model's (dropout 0, so both compute the same function)."""
     import copy
-
-    from tests.conftest import random_batch
 
     eager = Transformer(tiny_config())
     compiled = copy.deepcopy(eager)

@@ -77,11 +77,15 @@ def choose_attention(
     return ("explicit" if bf16_training else "sdpa"), "explicit"
 
 
-def choose_linear(setting: str, device: torch.device, dtype: torch.dtype, sharded: bool = False) -> str:
-    """auto: oneDNN for float32 on CPU (not under FSDP) when this torch build has it; else torch's F.linear.
-    "onednn" where it cannot apply is an error."""
+def choose_linear(
+    setting: str, device: torch.device, dtype: torch.dtype, sharded: bool = False, compiled: bool = False
+) -> str:
+    """auto: oneDNN for float32 on CPU (not under FSDP, not under torch.compile, whose inductor cannot lower the
+    oneDNN op) when this torch build has it; else torch's F.linear. "onednn" where it cannot apply is an error."""
     _check("linear", setting)
-    applicable = device.type == "cpu" and dtype == torch.float32 and not sharded and onednn_available()
+    if compiled and setting == "onednn":
+        raise ValueError("train.linear_kernel=onednn cannot be compiled (train.compile: true); use auto or torch")
+    applicable = device.type == "cpu" and dtype == torch.float32 and not sharded and not compiled and onednn_available()
     if setting == "onednn" and not applicable:
         raise ValueError("linear kernel onednn needs float32 on CPU without FSDP, and a torch build with oneDNN")
     return "onednn" if setting != "torch" and applicable else "torch"
@@ -158,9 +162,7 @@ def prepare_for_training(
     products stay F.linear (inductor cannot lower the oneDNN op) and dropout stays torch's."""
     device, _ = _device_dtype(model)
     encoder, decoder = choose_attention(attention, device, precision, training=True, max_keys=max_keys)
-    if compiled and linear == "onednn":
-        raise ValueError("train.linear_kernel=onednn cannot be compiled (train.compile: true); use auto or torch")
-    kernel = choose_linear("torch" if compiled else linear, device, precision, sharded)
+    kernel = choose_linear(linear, device, precision, sharded, compiled)
     model.set_attention(encoder, "encoder")
     model.set_attention(decoder, "decoder")
     if kernel == "onednn":
