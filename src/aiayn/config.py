@@ -293,6 +293,9 @@ class TrainConfig:
     # which implementation of eq. (1) runs; auto = chosen by aiayn.kernels for the device and workload
     attention_impl: Literal["auto", "explicit", "sdpa"] = "auto"
     compile: bool = False  # torch.compile the model for training
+    # the final linear and the loss: chunked (a chunk of rows at a time, no [N, V] logits), logits, or auto
+    # (chunked in float32 without FSDP or compile)
+    loss_kernel: Literal["auto", "chunked", "logits"] = "auto"
     fsdp: bool = False  # shard parameters, gradients and Adam state over ranks (FSDP2) instead of DDP; world_size > 1
     progress: bool = True  # tqdm progress bar on stderr (rank 0 only)
     tensorboard: bool = True  # also write TensorBoard events when tensorboard is installed

@@ -155,3 +155,20 @@ def test_a_compiled_training_step_matches_the_eager_one(generator: torch.Generat
     torch.testing.assert_close(losses[1], losses[0], rtol=1e-5, atol=1e-6)
     for (name, a), b in zip(eager.named_parameters(), compiled.parameters(), strict=True):
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_loss_choices() -> None:
+    """auto: the chunked projection and loss in float32 training, the logits path under autocast, FSDP and
+    compile; chunked asked for where it cannot apply is an error naming the option."""
+    from aiayn.kernels import choose_loss
+
+    assert choose_loss("auto", torch.float32) == "chunked"
+    assert choose_loss("auto", torch.bfloat16) == "logits"
+    assert choose_loss("auto", torch.float32, sharded=True) == "logits"
+    assert choose_loss("auto", torch.float32, compiled=True) == "logits"
+    assert choose_loss("logits", torch.float32) == "logits"
+    assert prepare_for_training(Transformer(tiny_config())).loss == "chunked"
+    with pytest.raises(ValueError, match="train.loss_kernel=chunked needs float32"):
+        choose_loss("chunked", torch.float16)
+    with pytest.raises(ValueError, match="loss implementation must be one of"):
+        choose_loss("fused", torch.float32)

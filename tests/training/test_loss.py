@@ -6,7 +6,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aiayn.training.loss import count_targets, label_smoothed_nll_loss
+from aiayn.training.loss import (
+    _ProjectedSmoothedCrossEntropy,
+    chunk_rows,
+    count_targets,
+    label_smoothed_nll_loss,
+    projected_label_smoothed_loss,
+)
 
 PAD = 0
 
@@ -99,3 +105,54 @@ def test_gradient_equals_autograd_through_pytorch_loss(eps: float, generator: to
     assert not nll.requires_grad
     inputs = (logits.detach().requires_grad_(),)
     assert torch.autograd.gradcheck(lambda z: label_smoothed_nll_loss(z, target, eps, PAD)[0], inputs)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+@pytest.mark.parametrize("rows", [1, 4, 7, 64])
+def test_chunked_projection_loss_equals_pytorch_loss(eps: float, rows: int, generator: torch.Generator) -> None:
+    """The final linear and H(q, p) a chunk of rows at a time (chunks that do not divide the rows, one row, all
+    rows) against F.linear and F.cross_entropy through autograd: loss, NLL and the gradients of the states, the
+    weight and a trained bias, in float64 (float32 below), with a scaled loss as the trainer scales it."""
+    hidden = torch.randn(23, 6, generator=generator, dtype=torch.float64).requires_grad_()
+    weight = (torch.randn(19, 6, generator=generator, dtype=torch.float64) * 2).requires_grad_()
+    bias = torch.randn(19, generator=generator, dtype=torch.float64).requires_grad_()
+    target = torch.randint(1, 19, (23,), generator=generator)
+    loss, nll = _ProjectedSmoothedCrossEntropy.apply(hidden, weight, bias, target, eps, rows)
+    (loss * 0.37).backward()
+    ours = [t.grad.clone() for t in (hidden, weight, bias)]
+    for t in (hidden, weight, bias):
+        t.grad = None
+    logits = F.linear(hidden, weight, bias)
+    reference = F.cross_entropy(logits, target, label_smoothing=eps, reduction="sum")
+    (reference * 0.37).backward()
+    torch.testing.assert_close(loss, reference, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(nll, F.cross_entropy(logits.detach(), target, reduction="sum"), rtol=1e-12, atol=1e-12)
+    for mine, t in zip(ours, (hidden, weight, bias), strict=True):
+        torch.testing.assert_close(mine, t.grad, rtol=1e-12, atol=1e-12)
+    assert not nll.requires_grad
+    inputs = (hidden.detach().requires_grad_(), weight.detach().requires_grad_(), bias.detach().requires_grad_())
+    fn = lambda h, w, b: _ProjectedSmoothedCrossEntropy.apply(h, w, b, target, eps, rows)[0]  # noqa: E731
+    assert torch.autograd.gradcheck(fn, inputs)
+
+
+def test_chunked_projection_loss_in_float32_without_bias(generator: torch.Generator) -> None:
+    """The trainer's call: float32, a buffer bias that takes no gradient (None here), the default chunk rows
+    at a vocabulary that makes several chunks; equal to the logits path to float32 rounding."""
+    V = 40_000
+    rows = chunk_rows(V)
+    assert rows * V <= 1 << 21 or rows == 64
+    hidden = torch.randn(3 * rows + 5, 16, generator=generator).requires_grad_()
+    weight = (torch.randn(V, 16, generator=generator) * 0.3).requires_grad_()
+    target = torch.randint(1, V, (hidden.size(0),), generator=generator)
+    loss, nll = projected_label_smoothed_loss(hidden, weight, None, target, 0.1)
+    loss.backward()
+    grads = hidden.grad.clone(), weight.grad.clone()
+    hidden.grad = weight.grad = None
+    reference, reference_nll = label_smoothed_nll_loss(F.linear(hidden, weight), target, 0.1, PAD)
+    reference.backward()
+    torch.testing.assert_close(loss, reference, rtol=1e-5, atol=1e-3)
+    torch.testing.assert_close(nll, reference_nll, rtol=1e-5, atol=1e-3)
+    torch.testing.assert_close(grads[0], hidden.grad, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(grads[1], weight.grad, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="chunked loss computes in float32"):
+        projected_label_smoothed_loss(hidden.bfloat16(), weight, None, target, 0.1)

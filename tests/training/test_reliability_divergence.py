@@ -25,16 +25,19 @@ from tests.training.conftest import TRAIN_PAIRS, VALID_PAIRS, VOCAB, tiny_run
 
 
 def test_non_finite_losses_are_skipped_then_stop_the_run(m30k_bin: Path, tmp_path: Path, monkeypatch) -> None:
-    real = trainer_module.label_smoothed_nll_loss
     calls = [0]
     bad = {3} | set(range(8, 100))  # update 3 alone (skipped, then training goes on), then 8, 9, 10: stop
 
-    def poisoned(*args, **kwargs):
-        calls[0] += 1
-        loss, nll = real(*args, **kwargs)
-        return (loss * float("nan"), nll) if calls[0] in bad else (loss, nll)
+    def poison(real):
+        def poisoned(*args, **kwargs):
+            calls[0] += 1
+            loss, nll = real(*args, **kwargs)
+            return (loss * float("nan"), nll) if calls[0] in bad else (loss, nll)
 
-    monkeypatch.setattr(trainer_module, "label_smoothed_nll_loss", poisoned)
+        return poisoned
+
+    for name in ("label_smoothed_nll_loss", "projected_label_smoothed_loss"):  # the logits and the chunked path
+        monkeypatch.setattr(trainer_module, name, poison(getattr(trainer_module, name)))
     run = tiny_run(m30k_bin, tmp_path / "run", max_updates=20, save_every=5, max_bad_updates=3)
     with pytest.raises(trainer_module.TrainingDiverged, match=r"3 updates in a row .* the last at update 10"):
         train(run)

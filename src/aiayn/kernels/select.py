@@ -7,6 +7,9 @@
   where products of few rows or small weights still run on `F.linear`: `onednn.packed_min_rows`);
 - dropout: on CPU in training, masks drawn by `rand_like` instead of `bernoulli_`
   (`aiayn.kernels.dropout.RandMaskDropout`: the same distribution, another random stream);
+- loss (training): the final linear and the label-smoothed loss from the decoder's states in chunks of rows,
+  without the [N, V] logits ("chunked", `aiayn.training.loss.projected_label_smoothed_loss`), or logits first
+  and the loss from them ("logits");
 - precision: the training autocast dtype (`resolve_precision`; `precision_candidates` where "fastest" leaves
   float32 and bf16 open and the trainer times both); for decoding float32, bf16 products in both
   stacks with float32 activations, logits and scores (`aiayn.kernels.bf16.Bf16Linear`), or int8 linear
@@ -35,6 +38,7 @@ CHOICES = {
     "attention": ("auto", "explicit", "sdpa"),
     "linear": ("auto", "onednn", "torch"),
     "precision": ("auto", "float32", "bf16", "int8"),
+    "loss": ("auto", "chunked", "logits"),
 }
 INT8_MIN_D_MODEL = 256  # auto decodes in int8 from this width (CPUs without native bf16)
 BF16_TRAIN_MIN_D_MODEL = 256  # auto trains in bf16 on CPUs with native bf16 from this width
@@ -51,6 +55,7 @@ class Runtime:
     precision: str
     linear_shapes: str = ""  # decoding with linear=onednn: the rows from which each weight shape runs on oneDNN
     dropout: str = ""  # training: "rand-mask" (aiayn.kernels.dropout) or "torch"
+    loss: str = ""  # training: "chunked" (projection and loss a chunk of rows at a time) or "logits"
 
     def describe(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in asdict(self).items() if v != "")
@@ -89,6 +94,17 @@ def choose_linear(
     if setting == "onednn" and not applicable:
         raise ValueError("linear kernel onednn needs float32 on CPU without FSDP, and a torch build with oneDNN")
     return "onednn" if setting != "torch" and applicable else "torch"
+
+
+def choose_loss(setting: str, dtype: torch.dtype, sharded: bool = False, compiled: bool = False) -> str:
+    """auto: "chunked" in float32 training (not under FSDP, whose sharded weight the chunks cannot read, nor
+    under torch.compile, which fuses the logits path itself); "logits" elsewhere (autocast: the products' dtype
+    is autocast's to choose). "chunked" where it cannot apply is an error."""
+    _check("loss", setting)
+    applicable = dtype == torch.float32 and not sharded and not compiled
+    if setting == "chunked" and not applicable:
+        raise ValueError("train.loss_kernel=chunked needs float32 training without FSDP or torch.compile")
+    return "chunked" if setting != "logits" and applicable else "logits"
 
 
 def resolve_precision(
@@ -156,6 +172,7 @@ def prepare_for_training(
     max_keys: int = 1024,
     sharded: bool = False,
     compiled: bool = False,
+    loss: str = "auto",
 ) -> Runtime:
     """Choose and apply the fast paths for training `model` (in place) with autocast `precision`. `compiled`
     (train.compile): the model goes to torch.compile, whose own fused kernels replace the hand-written ones, so
@@ -168,7 +185,8 @@ def prepare_for_training(
     if kernel == "onednn":
         swap_linears(model)
     dropout = "rand-mask" if device.type == "cpu" and not compiled and swap_dropout(model) else "torch"
-    return Runtime(encoder, decoder, kernel, str(precision).removeprefix("torch."), dropout=dropout)
+    loss_path = choose_loss(loss, precision, sharded, compiled)
+    return Runtime(encoder, decoder, kernel, str(precision).removeprefix("torch."), dropout=dropout, loss=loss_path)
 
 
 def remove_dropout(module: nn.Module) -> int:

@@ -124,15 +124,19 @@ class Transformer(nn.Module):
         hidden, self_att, cross_att = self.decoder(x, Memory(memory.hidden, memory.mask), None, need_weights)
         return DecoderOutput(self.project(hidden) if project else None, hidden, self_att, cross_att)
 
-    def forward(self, src: Tensor, tgt_in: Tensor, select: Tensor | None = None) -> Tensor:
+    def forward(self, src: Tensor, tgt_in: Tensor, select: Tensor | None = None, project: bool = True) -> Tensor:
         """Logits [B,T,V] for every target position given source and shifted-right target (3.1).
 
         With `select` (bool [B,T], e.g. the non-padding targets) only the selected positions go through the
         final linear: logits [M,V] in row-major order of `select`, M = select.sum(). Padding then costs nothing
-        in the vocabulary projection, the largest matrix of a small model.
+        in the vocabulary projection, the largest matrix of a small model. `project=False` (with `select`)
+        returns the selected decoder states [M, d_model] instead, for a loss that applies the final linear
+        itself (`output_weight`, `final_logits_bias`).
         """
         out = self.decode(tgt_in, self.encode(src), project=select is None)
-        return out.logits if select is None else self.project(out.hidden[select])
+        if select is None:
+            return out.logits
+        return self.project(out.hidden[select]) if project else out.hidden[select]
 
     def log_probs(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         return F.log_softmax(self.forward(src, tgt_in).float(), dim=-1)

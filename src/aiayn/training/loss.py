@@ -64,9 +64,77 @@ def label_smoothed_nll_loss(logits: Tensor, target: Tensor, eps: float, pad_id: 
     return _SmoothedCrossEntropy.apply(flat, target.reshape(-1), float(eps), pad_id)
 
 
+class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
+    """The final linear (3.4) and H(q, p) of rows of decoder states, a chunk of rows at a time.
+
+    Each chunk's logits z = h W^T (+ b) live only while the chunk is processed: log-sum-exp, NLL, the smoothing
+    sum and the gradient p - q are taken from them while they are in cache, and the gradients of h, W and b are
+    accumulated at once (the loss is a sum over rows, so its gradient is known in the forward pass; backward
+    scales it by the upstream gradient). The full [N, V] logits, their log-probabilities and their gradient are
+    never written out. The same function as `label_smoothed_nll_loss(F.linear(h, W, b), ...)`.
+    """
+
+    @staticmethod
+    def forward(ctx, hidden: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, eps: float, rows: int):  # type: ignore[override]
+        V = weight.size(0)
+        grad_h, grad_w = torch.empty_like(hidden), torch.zeros_like(weight)
+        grad_b = torch.zeros_like(bias) if bias is not None and bias.requires_grad else None
+        nll, smooth = hidden.new_zeros(()), hidden.new_zeros(())
+        for start in range(0, hidden.size(0), rows):
+            h, y = hidden[start : start + rows], target[start : start + rows, None]
+            z = F.linear(h, weight, bias)  # (c, V) logits
+            top = z.amax(dim=1, keepdim=True)
+            z_y, z_sum = z.gather(1, y), z.sum(dim=1, keepdim=True)
+            z.sub_(top).exp_()
+            total = z.sum(dim=1, keepdim=True)
+            lse = top + total.log()  # log sum_k exp z_k
+            nll += (lse - z_y).sum()  # -log p(y)
+            smooth += (V * lse - z_sum).sum()  # sum_k -log p(k)
+            z.mul_(total.reciprocal_())  # p
+            if eps:
+                z.sub_(eps / V)
+            z.scatter_add_(1, y, z.new_full(y.shape, -(1.0 - eps)))  # p - q
+            torch.mm(z, weight, out=grad_h[start : start + rows])
+            grad_w.addmm_(z.t(), h)
+            if grad_b is not None:
+                grad_b += z.sum(dim=0)
+        loss = nll.clone() if eps == 0.0 else (1.0 - eps) * nll + (eps / V) * smooth
+        ctx.save_for_backward(grad_h, grad_w, grad_b)
+        ctx.mark_non_differentiable(nll)
+        return loss, nll
+
+    @staticmethod
+    def backward(ctx, grad_loss: Tensor, _grad_nll: Tensor | None):  # type: ignore[override]
+        grad_h, grad_w, grad_b = ctx.saved_tensors
+        return (
+            grad_h * grad_loss if ctx.needs_input_grad[0] else None,
+            grad_w * grad_loss if ctx.needs_input_grad[1] else None,
+            grad_b * grad_loss if grad_b is not None else None,
+            None, None, None,
+        )  # fmt: skip
+
+
+def chunk_rows(vocab_size: int, budget: int = 1 << 21) -> int:
+    """Rows per chunk of `projected_label_smoothed_loss`: logits of about `budget` elements (8 MiB in float32),
+    so that a chunk stays in the last-level cache; at least 64 rows, for the products' efficiency."""
+    return max(64, budget // vocab_size)
+
+
+def projected_label_smoothed_loss(
+    hidden: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, eps: float, rows: int | None = None
+) -> tuple[Tensor, Tensor]:
+    """`label_smoothed_nll_loss(F.linear(hidden, weight, bias), target, eps)` for hidden [N, d_model] states of
+    real (non-pad) targets [N], in float32, computed in chunks of `rows` (`chunk_rows` by default) without
+    materialising the [N, V] logits. Returns (summed loss, summed NLL without gradient)."""
+    if hidden.dtype != torch.float32 or weight.dtype != torch.float32:
+        raise ValueError(f"the chunked loss computes in float32; got {hidden.dtype} states, {weight.dtype} weight")
+    rows = rows or chunk_rows(weight.size(0))
+    return _ProjectedSmoothedCrossEntropy.apply(hidden, weight, bias, target, float(eps), rows)
+
+
 def count_targets(target: Tensor, pad_id: int = 0) -> int:
     """Number of non-pad targets, the loss's normaliser."""
     return int(torch.count_nonzero(target != pad_id))
 
 
-__all__ = ["count_targets", "label_smoothed_nll_loss"]
+__all__ = ["chunk_rows", "count_targets", "label_smoothed_nll_loss", "projected_label_smoothed_loss"]
