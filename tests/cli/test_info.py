@@ -27,3 +27,14 @@ def test_info_override_and_bad_field(capsys) -> None:
     assert json.loads(capsys.readouterr().out)["config"]["N"] == 2
     assert main(["info", "--preset", "tiny", "--set", "model.N_layers=2"]) == 1
     assert "unknown field model.N_layers" in capsys.readouterr().err
+
+
+def test_info_runtime_names_every_training_choice(monkeypatch, capsys) -> None:
+    """--runtime says what auto trains with: on a CPU without native bf16 float32, hence the chunked loss; on an
+    AMX CPU a base-width model trains in bf16 under autocast, hence the logits path."""
+    monkeypatch.setenv("AIAYN_CPU_FLAGS", "avx2 fma")
+    assert main(["info", "--preset", "base", "--runtime"]) == 0
+    assert "training (auto): precision float32, attention sdpa/explicit, loss chunked" in capsys.readouterr().out
+    monkeypatch.setenv("AIAYN_CPU_FLAGS", "avx2 avx512f avx512_bf16 amx_bf16 amx_int8")
+    assert main(["info", "--preset", "base", "--runtime"]) == 0
+    assert "training (auto): precision bfloat16, attention sdpa/explicit, loss logits" in capsys.readouterr().out

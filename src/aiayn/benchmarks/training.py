@@ -100,21 +100,30 @@ class TorchNNTransformer(nn.Module):
         return hidden @ self.embed.weight.T
 
 
+def aiayn_loss(model: nn.Module, c: ModelConfig, kernel: str) -> Any:
+    """Ours as the trainer computes it (`Trainer._loss`): the final linear only at real targets, from logits or,
+    `kernel` "chunked", inside the loss a chunk of rows at a time."""
+    from aiayn.training.loss import label_smoothed_nll_loss, projected_label_smoothed_loss
+
+    def ours(s: torch.Tensor, ti: torch.Tensor, to: torch.Tensor) -> torch.Tensor:
+        real = to != c.pad_id
+        if kernel == "chunked":
+            hidden, weight, bias = model(s, ti, real, project=False), model.output_weight(), model.final_logits_bias
+            return projected_label_smoothed_loss(hidden, weight, bias, to[real], c.eps_ls)[0]
+        return label_smoothed_nll_loss(model(s, ti, real), to[real], c.eps_ls, c.pad_id)[0]
+
+    return ours
+
+
 def build(impl: str, c: ModelConfig) -> tuple[nn.Module, Any]:
     """The model and a function (src, tgt_in, tgt_out) -> summed label-smoothed loss."""
     import torch.nn.functional as F
 
     if impl == "aiayn":
         from aiayn.model import Transformer
-        from aiayn.training.loss import label_smoothed_nll_loss
 
         model: nn.Module = Transformer(c)
-
-        def ours(s: torch.Tensor, ti: torch.Tensor, to: torch.Tensor) -> torch.Tensor:
-            real = to != c.pad_id  # as the trainer does: project only the real targets
-            return label_smoothed_nll_loss(model(s, ti, real), to[real], c.eps_ls, c.pad_id)[0]
-
-        return model, ours
+        return model, aiayn_loss(model, c, "logits")
 
     def smoothed(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         V = logits.size(-1)
@@ -164,6 +173,7 @@ def worker(impl: str, size: str, args: dict[str, Any], conn: Any) -> None:
         from aiayn.kernels import prepare_for_training
 
         runtime = prepare_for_training(model, precision=low or torch.float32, max_keys=args["length"] + 1)
+        loss_fn = aiayn_loss(model, model.config, runtime.loss)
         print(f"aiayn {size}: {runtime.describe()}", file=sys.stderr)
     elif device.type == "cpu" and args["precision"] == "fp32" and args["onednn_peers"]:
         from aiayn.kernels import onednn_available, swap_linears

@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  runtime: {r['cpu']}, torch {r['torch']}, {r['threads']} threads")
         print(f"    decoding (auto): precision {r['decode_precision']}, attention encoder/decoder "
               f"{r['decode_attention']}, float32 linear kernel {r['linear']}")  # fmt: skip
-        print(f"    training (auto): precision {r['train_precision']}, attention {r['train_attention']}")
+        print(f"    training (auto): precision {r['train_precision']}, attention {r['train_attention']}, "
+              f"loss {r['train_loss']}")  # fmt: skip
         print(f"    training (fastest): {r['train_fastest']}")
     return 0
 
@@ -94,6 +95,7 @@ def runtime_report(d_model: int | None = None) -> dict[str, object]:
         choose_attention,
         choose_decode_precision,
         choose_linear,
+        choose_loss,
         cpu_features,
         precision_candidates,
         resolve_precision,
@@ -119,4 +121,5 @@ def runtime_report(d_model: int | None = None) -> dict[str, object]:
         "train_precision": str(train).removeprefix("torch."),
         "train_fastest": fastest,
         "train_attention": "/".join(choose_attention("auto", cpu, train, training=True, max_keys=257)),
+        "train_loss": choose_loss("auto", train),
     }

@@ -9,6 +9,10 @@ and the loss is the cross entropy H(q, p) = -sum_k q(k) log p(k) = (1 - eps) * N
 summed over non-padding positions. This is what `torch.nn.functional.cross_entropy(label_smoothing=eps)`
 computes. (fairseq's `label_smoothed_cross_entropy` instead gives y 1 - eps and each other class eps / (V - 1);
 the two differ by O(eps / V).) Positions whose target is `pad_id` contribute nothing.
+
+Two implementations of the same function: `label_smoothed_nll_loss` from logits, and
+`projected_label_smoothed_loss`, which applies the final linear (3.4) itself to decoder states a chunk of rows at a
+time and never holds the [N, V] logits (`train.loss_kernel`, chosen in `aiayn.kernels.select`).
 """
 
 from __future__ import annotations
