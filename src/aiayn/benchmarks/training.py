@@ -101,16 +101,11 @@ class TorchNNTransformer(nn.Module):
 
 
 def aiayn_loss(model: nn.Module, c: ModelConfig, kernel: str) -> Any:
-    """Ours as the trainer computes it (`Trainer._loss`): the final linear only at real targets, from logits or,
-    `kernel` "chunked", inside the loss a chunk of rows at a time."""
-    from aiayn.training.loss import label_smoothed_nll_loss, projected_label_smoothed_loss
+    """Ours as the trainer computes it (`transduction_loss` with the trainer's loss kernel)."""
+    from aiayn.training.loss import transduction_loss
 
     def ours(s: torch.Tensor, ti: torch.Tensor, to: torch.Tensor) -> torch.Tensor:
-        real = to != c.pad_id
-        if kernel == "chunked":
-            hidden, weight, bias = model(s, ti, real, project=False), model.output_weight(), model.final_logits_bias
-            return projected_label_smoothed_loss(hidden, weight, bias, to[real], c.eps_ls)[0]
-        return label_smoothed_nll_loss(model(s, ti, real), to[real], c.eps_ls, c.pad_id)[0]
+        return transduction_loss(model, model, s, ti, to, c.eps_ls, c.pad_id, kernel)[0]
 
     return ours
 

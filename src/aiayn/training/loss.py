@@ -17,6 +17,9 @@ time and never holds the [N, V] logits (`train.loss_kernel`, chosen in `aiayn.ke
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -136,9 +139,30 @@ def projected_label_smoothed_loss(
     return _ProjectedSmoothedCrossEntropy.apply(hidden, weight, bias, target, float(eps), rows)
 
 
+def transduction_loss(
+    net: Callable[..., Tensor], model: Any, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, eps: float, pad_id: int,
+    kernel: str = "logits",
+) -> tuple[Tensor, Tensor]:
+    """Summed label-smoothed loss and NLL of a batch's real (non-pad) targets, the final linear applied only
+    there: from the logits `net(src, tgt_in, real)` returns, or (`kernel` "chunked") inside
+    `projected_label_smoothed_loss` from the decoder states `net(..., project=False)` returns, with `model`'s
+    output weight and bias. `net` is the model or a wrapper around it (DDP) that forward and backward go through."""
+    real = tgt_out != pad_id
+    if kernel == "chunked":
+        hidden = net(src, tgt_in, real, project=False)
+        return projected_label_smoothed_loss(hidden, model.output_weight(), model.final_logits_bias, tgt_out[real], eps)
+    return label_smoothed_nll_loss(net(src, tgt_in, real), tgt_out[real], eps, pad_id)
+
+
 def count_targets(target: Tensor, pad_id: int = 0) -> int:
     """Number of non-pad targets, the loss's normaliser."""
     return int(torch.count_nonzero(target != pad_id))
 
 
-__all__ = ["chunk_rows", "count_targets", "label_smoothed_nll_loss", "projected_label_smoothed_loss"]
+__all__ = [
+    "chunk_rows",
+    "count_targets",
+    "label_smoothed_nll_loss",
+    "projected_label_smoothed_loss",
+    "transduction_loss",
+]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 from tqdm import tqdm
 
 from aiayn.config import RunConfig
@@ -49,7 +49,7 @@ from aiayn.training.distributed import (
     shard_model,
     wrap_model,
 )
-from aiayn.training.loss import label_smoothed_nll_loss, projected_label_smoothed_loss
+from aiayn.training.loss import transduction_loss
 from aiayn.training.metrics_log import MetricsLog, TrainMeter
 from aiayn.training.plan import EpochPlan, plan_epoch
 from aiayn.training.precision_probe import PrecisionProbe, measure_precisions
@@ -204,8 +204,10 @@ class Trainer:
             batch = load_batch(self.train_set, indices).to(ctx.device, non_blocking=True)
             with no_sync(self.net, skip_sync=i < len(group) - 1):
                 with self._autocast():
-                    real = batch.tgt_out != run.model.pad_id
-                    loss, nll = self._loss(batch.src, batch.tgt_in, real, batch.tgt_out[real])
+                    loss, nll = transduction_loss(
+                        self.net, self.model, batch.src, batch.tgt_in, batch.tgt_out, run.model.eps_ls,
+                        run.model.pad_id, self.runtime.loss,
+                    )  # fmt: skip
                 self.scaler.scale(loss * (ctx.world_size / global_tokens)).backward()  # DDP divides by W
             loss_sum, nll_sum = loss_sum + loss.detach(), nll_sum + nll
             src_tokens, tgt_tokens = src_tokens + batch.src_tokens, tgt_tokens + batch.tgt_tokens
@@ -232,17 +234,6 @@ class Trainer:
             self.meter.add(loss_sum, nll_sum, src_tokens, tgt_tokens)
         self._lr = self.scheduler.get_last_lr()[0]
         self.scheduler.step()
-
-    def _loss(self, src: Tensor, tgt_in: Tensor, real: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
-        """Summed label-smoothed loss and NLL (5.4) of the real target positions: the final linear applied only
-        there, in chunks of rows by the loss itself where `self.runtime.loss` is "chunked"."""
-        eps = self.run.model.eps_ls
-        if self.runtime.loss == "chunked":
-            hidden = self.net(src, tgt_in, real, project=False)
-            weight, bias = self.model.output_weight(), self.model.final_logits_bias
-            return projected_label_smoothed_loss(hidden, weight, bias, target, eps)
-        logits = self.net(src, tgt_in, real)  # projected at real targets only
-        return label_smoothed_nll_loss(logits, target, eps, self.run.model.pad_id)
 
     def _skip_update(self, loss: float, norm: float | None) -> None:
         """A non-finite loss or gradient: no optimizer step, a log record, and a stop after too many in a row."""
