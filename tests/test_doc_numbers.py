@@ -110,6 +110,7 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-b2k-wu1k-lr10", "## Warmup 1,000 at the lower peak", "multi30k-wu-tok-b2k"),
         ("multi30k-wu-tok-b2k-wu1k-lr10-s2", "### Seed 2 of the warmup-1,000 hour", "multi30k-wu-tok-b2k"),
         ("multi30k-wu-tok-b2k-zen3-s2", "## The recipe's second seed on the Zen 3", "multi30k-wu-tok-b2k"),
+        ("multi30k-wu-tok-b2k-prenorm", "## Pre-norm at half batches", "multi30k-wu-tok-b2k-prenorm"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
@@ -148,15 +149,17 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
          "data.max_tokens=1024"),
         ("## A 10k vocabulary at half batches", "multi30k-wu-tok-b2k", "multi30k-wu-tok-b2k-v10k",
          "data.vocab_size=10000"),
+        ("## Pre-norm at half batches", "multi30k-wu-tok-b2k", "multi30k-wu-tok-b2k-prenorm",
+         "model.norm_first=true"),
     ],
 )  # fmt: skip
 def test_recipe_is_the_command_its_hour_ran(section: str, base: str, recipe: str, change: str) -> None:
-    """configs/RECIPE.yaml is BASE with the overrides RESULTS.md quotes for its hour (but the run directory and the
-    progress bar)."""
+    """configs/RECIPE.yaml is BASE with the overrides RESULTS.md quotes for its hour (but the run directory, the
+    progress bar and how many checkpoints it keeps on disk)."""
     part = (DOCS / "RESULTS.md").read_text().split(section, 1)[1]
     command = re.search(rf"aiayn train configs/{re.escape(base)}\.yaml((?:.|\n)*?)#", part)
     assert command, f"RESULTS.md quotes no training command on {base}.yaml for {recipe}'s hour"
-    display = ("train.out_dir", "train.progress")
+    display = ("train.out_dir", "train.progress", "train.keep_last")  # where it writes, what it shows and keeps
     sets = [s for s in re.findall(r"--set (\S+)", command.group(1)) if s.split("=")[0] not in display]
     assert change in sets
     ran = load_run_config(CONFIGS / f"{base}.yaml", sets + [f"train.out_dir=runs/{recipe}"])
