@@ -111,6 +111,7 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-b2k-wu1k-lr10-s2", "### Seed 2 of the warmup-1,000 hour", "multi30k-wu-tok-b2k"),
         ("multi30k-wu-tok-b2k-zen3-s2", "## The recipe's second seed on the Zen 3", "multi30k-wu-tok-b2k"),
         ("multi30k-wu-tok-b2k-prenorm", "## Pre-norm at half batches", "multi30k-wu-tok-b2k-prenorm"),
+        ("multi30k-wu-tok-b2k-prenorm-s2", "### Seed 2 of the pre-norm hour", "multi30k-wu-tok-b2k-prenorm"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
