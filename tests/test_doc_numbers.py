@@ -112,6 +112,7 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-b2k-zen3-s2", "## The recipe's second seed on the Zen 3", "multi30k-wu-tok-b2k"),
         ("multi30k-wu-tok-b2k-prenorm", "## Pre-norm at half batches", "multi30k-wu-tok-b2k-prenorm"),
         ("multi30k-wu-tok-b2k-prenorm-s2", "### Seed 2 of the pre-norm hour", "multi30k-wu-tok-b2k-prenorm"),
+        ("multi30k-wu-tok-b2k-ls02", "## Label smoothing 0.2 at half batches", "multi30k-wu-tok-b2k-ls02"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
@@ -152,6 +153,8 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
          "data.vocab_size=10000"),
         ("## Pre-norm at half batches", "multi30k-wu-tok-b2k", "multi30k-wu-tok-b2k-prenorm",
          "model.norm_first=true"),
+        ("## Label smoothing 0.2 at half batches", "multi30k-wu-tok-b2k", "multi30k-wu-tok-b2k-ls02",
+         "model.eps_ls=0.2"),
     ],
 )  # fmt: skip
 def test_recipe_is_the_command_its_hour_ran(section: str, base: str, recipe: str, change: str) -> None:
