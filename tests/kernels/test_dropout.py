@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from aiayn.kernels import prepare_for_training
-from aiayn.kernels.dropout import RandMaskDropout, rand_mask_dropout
+from aiayn.kernels.dropout import RandMaskDropout, dropped_levels, rand_mask_dropout
 from aiayn.model import Transformer
 from tests.conftest import tiny_config
 
@@ -21,9 +21,24 @@ def test_keeps_each_element_with_probability_one_minus_p_and_scales_the_kept() -
     kept = y != 0
     sigma = math.sqrt(p * (1 - p) / n)
     assert abs(kept.float().mean().item() - (1 - p)) < 5 * sigma
-    torch.testing.assert_close(y[kept], x[kept] / (1 - p), rtol=1e-6, atol=0)
+    for lane in range(4):  # each of the four 16-bit lanes of a 64-bit draw (the top one holds the sign bit)
+        assert abs(kept[lane::4].float().mean().item() - (1 - p)) < 5 * 2 * sigma
+    p_drop = dropped_levels(p) / 2**16  # p rounded to a multiple of 2^-16
+    assert abs(p_drop - p) <= 2**-17
+    torch.testing.assert_close(y[kept], x[kept] / (1 - p_drop), rtol=1e-6, atol=0)  # E[y] = x exactly
     pairs = kept[:-1].float() * kept[1:].float()  # neighbours independent: P(both kept) = (1 - p)^2
     assert abs(pairs.mean().item() - (1 - p) ** 2) < 0.005
+
+
+def test_odd_sizes_shapes_and_views() -> None:
+    torch.manual_seed(5)
+    for shape in [(1,), (3,), (5, 7), (2, 3, 5)]:
+        x = torch.ones(shape)
+        y = rand_mask_dropout(x, 0.5)
+        assert y.shape == x.shape and set(y.unique().tolist()) <= {0.0, 2.0}
+    x = torch.randn(6, 8).t()  # not contiguous
+    y = rand_mask_dropout(x, 0.5)
+    assert y.shape == (8, 6) and torch.equal(y[y != 0], 2 * x[y != 0])
 
 
 def test_gradient_is_the_mask_times_the_scale() -> None:

@@ -1,7 +1,11 @@
-"""Dropout (section 5.4) with the keep mask drawn as `torch.rand_like(x) >= p`: another kernel for `nn.Dropout`,
-the same distribution (each element kept with probability 1 - p and scaled by 1 / (1 - p)), another random
-stream. On CPU, `F.dropout` draws its mask with `bernoulli_`, which costs about twice `rand_like` there
-(docs/benchmarks/training.md); the mask is kept for backward as bool, one byte per element.
+"""Dropout (section 5.4) with the keep mask drawn from 16 random bits per element: another kernel for
+`nn.Dropout`, the same distribution up to p's rounding to a multiple of 2^-16, another random stream.
+
+Each element is dropped when its 16 bits, read as a signed integer, fall below -2^15 + k with k = round(p * 2^16),
+so P(drop) = k / 2^16 (within 2^-17 of p) and the kept elements are scaled by 1 / (1 - k / 2^16): E[output] = x
+exactly. The bits come four elements at a time from full-range 64-bit draws of the global generator (seeds and
+checkpoints cover it). On CPU, `F.dropout` draws one `bernoulli_` and `rand_like` one 32-bit float per element;
+this costs about a quarter of those (docs/benchmarks/training.md). The mask is kept for backward as bool.
 """
 
 from __future__ import annotations
@@ -12,32 +16,48 @@ from torch import Tensor, nn
 
 from aiayn.kernels.modules import replace_modules
 
+_LEVELS = 1 << 16  # the bits drawn per element
 
-class _RandMaskDropout(torch.autograd.Function):
+
+def dropped_levels(p: float) -> int:
+    """k: an element is dropped with probability k / 2^16, the multiple of 2^-16 nearest to p."""
+    return round(p * _LEVELS)
+
+
+def keep_mask(x: Tensor, p: float) -> Tensor:
+    """A bool tensor shaped like x, each element True with probability 1 - dropped_levels(p) / 2^16."""
+    n = x.numel()
+    words = torch.empty((n + 3) // 4, dtype=torch.int64, device=x.device).random_(-(1 << 63), None)  # 64 bits each
+    bits = words.view(torch.int16)[:n].view(x.shape)  # 16 uniform bits per element
+    return bits >= dropped_levels(p) - _LEVELS // 2
+
+
+class _BitMaskDropout(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: Tensor, p: float) -> Tensor:  # type: ignore[override]
-        keep = torch.rand_like(x) >= p  # P(keep) = 1 - p
+        keep = keep_mask(x, p)
         ctx.save_for_backward(keep)
-        ctx.scale = 1.0 / (1.0 - p)
-        return x.mul(keep).mul_(ctx.scale)
+        ctx.scale = _LEVELS / (_LEVELS - dropped_levels(p))  # 1 / (1 - P(drop))
+        return x * keep.to(x.dtype).mul_(ctx.scale)  # a float mask: multiplying by a bool one is slower
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
         (keep,) = ctx.saved_tensors
-        return grad.mul(keep).mul_(ctx.scale), None
+        return grad * keep.to(grad.dtype).mul_(ctx.scale), None
 
 
 def rand_mask_dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
-    """`F.dropout(x, p, training)` with the mask from `rand_like` (CPU floating tensors; elsewhere F.dropout)."""
+    """`F.dropout(x, p, training)` with the mask from 16 random bits per element (CPU floating tensors whose p
+    rounds to neither 0 nor 1 in steps of 2^-16; elsewhere F.dropout)."""
     if not training or p == 0.0:
         return x
-    if x.device.type != "cpu" or not x.is_floating_point() or not 0.0 < p < 1.0:
+    if x.device.type != "cpu" or not x.is_floating_point() or not 0 < dropped_levels(p) < _LEVELS:
         return F.dropout(x, p, training)
-    return _RandMaskDropout.apply(x, p)
+    return _BitMaskDropout.apply(x, p)
 
 
 class RandMaskDropout(nn.Dropout):
-    """nn.Dropout whose mask comes from `rand_like` (see the module docstring)."""
+    """nn.Dropout whose mask comes from 16 random bits per element (see the module docstring)."""
 
     def forward(self, x: Tensor) -> Tensor:
         return rand_mask_dropout(x, self.p, self.training)
@@ -48,4 +68,4 @@ def swap_dropout(module: nn.Module) -> int:
     return replace_modules(module, lambda m: type(m) is nn.Dropout, lambda m: RandMaskDropout(m.p))
 
 
-__all__ = ["RandMaskDropout", "rand_mask_dropout", "swap_dropout"]
+__all__ = ["RandMaskDropout", "dropped_levels", "keep_mask", "rand_mask_dropout", "swap_dropout"]

@@ -5,8 +5,8 @@
 - linear: which kernel float32 `nn.Linear` layers use on CPU: "torch" (`F.linear`) or "onednn"
   (`aiayn.kernels.onednn.OneDnnLinear`: modules swapped, parameters shared; weights packed for inference,
   where products of few rows or small weights still run on `F.linear`: `onednn.packed_min_rows`);
-- dropout: on CPU in training, masks drawn by `rand_like` instead of `bernoulli_`
-  (`aiayn.kernels.dropout.RandMaskDropout`: the same distribution, another random stream);
+- dropout: on CPU in training, masks drawn from 16 random bits per element instead of `bernoulli_`
+  (`aiayn.kernels.dropout.RandMaskDropout`: the same distribution with p rounded to 2^-16, another random stream);
 - loss (training): the final linear and the label-smoothed loss from the decoder's states in chunks of rows,
   without the [N, V] logits ("chunked", `aiayn.training.loss.projected_label_smoothed_loss`), or logits first
   and the loss from them ("logits");
