@@ -114,6 +114,7 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-b2k-prenorm-s2", "### Seed 2 of the pre-norm hour", "multi30k-wu-tok-b2k-prenorm"),
         ("multi30k-wu-tok-b2k-ls02", "## Label smoothing 0.2 at half batches", "multi30k-wu-tok-b2k-ls02"),
         ("multi30k-wu-tok-b2k-ls02-s2", "### Seed 2 of the label-smoothing hour", "multi30k-wu-tok-b2k-ls02"),
+        ("multi30k-wu-tok-b2k-bits", "## The recipe with 16-bit dropout masks", "multi30k-wu-tok-b2k"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
