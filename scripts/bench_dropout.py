@@ -1,7 +1,7 @@
 """Dropout masks on CPU, forward + backward, three kernels in one run: torch's `F.dropout` (`bernoulli_`), the mask
 from `rand_like(x) >= p` (the kernel before 2026-12-07) and `aiayn.kernels.dropout` (16 random bits per element).
 
-    python scripts/bench_dropout.py                   # the recipe's shapes: [2048, 128] and [2048, 256], p = 0.2
+    python scripts/bench_dropout.py       # [2048, 128], [2048, 256] (the recipe's) and [4096, 512], p = 0.2, float32
 
 Prints the machine, then per shape the median of each kernel's forward + backward over rounds that alternate the
 kernels (min over 20 calls in each round), and the ratios to F.dropout. Figures: docs/benchmarks/training.md.
@@ -56,9 +56,20 @@ def fwd_bwd_ms(kernel: Callable[[Tensor, float], Tensor], x: Tensor, grad: Tenso
     return best * 1e3
 
 
+def shapes(text: str) -> list[tuple[int, int]]:
+    """--shapes: "2048x128,2048x256" -> [(2048, 128), (2048, 256)]."""
+    try:
+        out = [tuple(int(v) for v in shape.split("x")) for shape in text.split(",")]
+    except ValueError:
+        out = []
+    if not out or any(len(shape) != 2 or min(shape) < 1 for shape in out):
+        raise argparse.ArgumentTypeError(f"expected comma-separated ROWSxCOLS of positive integers, got {text!r}")
+    return out  # type: ignore[return-value]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", default="2048x128,2048x256,4096x512", help="comma-separated RxC")
+    parser.add_argument("--shapes", type=shapes, default="2048x128,2048x256,4096x512", help="comma-separated RxC")
     parser.add_argument("--p", type=float, default=0.2)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=2)
@@ -66,10 +77,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     keep_freed_memory()  # as training runs
     print(machine())
-    print(f"p = {args.p}, forward + backward in ms (median over {args.rounds} rounds of min over 20 calls)")
+    print(f"float32, p = {args.p}, forward + backward in ms (median over {args.rounds} rounds of min over 20 calls)")
     print(f"{'shape':>10}  " + "  ".join(f"{name:>22}" for name in KERNELS) + "  ratio to F.dropout")
-    for shape in args.shapes.split(","):
-        rows, cols = (int(v) for v in shape.split("x"))
+    for rows, cols in args.shapes:
+        shape = f"{rows}x{cols}"
         x = torch.randn(rows, cols, requires_grad=True)
         grad = torch.randn(rows, cols)
         times: dict[str, list[float]] = {name: [] for name in KERNELS}

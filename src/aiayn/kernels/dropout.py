@@ -4,8 +4,9 @@
 Each element is dropped when its 16 bits, read as a signed integer, fall below -2^15 + k with k = round(p * 2^16),
 so P(drop) = k / 2^16 (within 2^-17 of p) and the kept elements are scaled by 1 / (1 - k / 2^16): E[output] = x
 exactly. The bits come four elements at a time from full-range 64-bit draws of the global generator (seeds and
-checkpoints cover it). On CPU, `F.dropout` draws one `bernoulli_` and `rand_like` one 32-bit float per element;
-this costs about a quarter of those (docs/benchmarks/training.md). The mask is kept for backward as bool.
+checkpoints cover it): a quarter of the draws `rand_like` makes (one 32-bit float per element; `F.dropout` draws
+one `bernoulli_`), about half its time forward + backward on CPU (docs/benchmarks/training.md). The mask is kept
+for backward as bool.
 """
 
 from __future__ import annotations
