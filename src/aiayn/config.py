@@ -263,6 +263,10 @@ class TrainConfig:
     adam_beta2: float = 0.98
     adam_eps: float = 1e-9
     weight_decay: float = 0.0
+    # adam: all parameters (5.3); muon: Muon for the encoder's and decoder's matrices, Adam for the rest, one
+    # schedule for both (not in the paper; torch >= 2.9)
+    optimizer: Literal["adam", "muon"] = "adam"
+    muon_momentum: float = 0.95  # Muon's Nesterov momentum
     lr_scale: float = 1.0  # eq. 3 times this: lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
     warmup: int = 4000  # warmup_steps of eq. 3
     # after the warmup: inverse_sqrt = eq. 3; linear = from eq. 3's peak down to 0 at train.decay_updates
@@ -315,6 +319,10 @@ class TrainConfig:
                 raise ConfigError(f"train.{name} must be >= 0 (0 = off), got {getattr(self, name)}")
         if not 0 < self.lr_scale <= 1e3 or self.clip_norm < 0 or self.weight_decay < 0:
             raise ConfigError("train.lr_scale must be in (0, 1000], train.clip_norm and train.weight_decay >= 0")
+        if not 0 <= self.muon_momentum < 1:
+            raise ConfigError(f"train.muon_momentum must be in [0, 1), got {self.muon_momentum}")
+        if self.optimizer == "muon" and self.fsdp:
+            raise ConfigError("train.optimizer: muon runs on whole matrices; it does not combine with train.fsdp")
         if not (0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1 and self.adam_eps > 0):
             raise ConfigError("train.adam_beta1/adam_beta2 must be in [0, 1) and train.adam_eps > 0")
         check_choices(self, "train")

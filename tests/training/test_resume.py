@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
@@ -36,9 +37,15 @@ def trace(run_dir: Path) -> list[tuple]:
     return [tuple(r.get(k) for k in keys) for r in read_metrics(run_dir) if r["kind"] in ("train", "valid")]
 
 
-def test_sigkill_and_resume_gives_identical_losses(m30k_bin: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "optimizer",
+    ["adam", pytest.param("muon", marks=pytest.mark.skipif(not hasattr(torch.optim, "Muon"), reason="torch < 2.9"))],
+)
+def test_sigkill_and_resume_gives_identical_losses(m30k_bin: Path, tmp_path: Path, optimizer: str) -> None:
     config = tmp_path / "tiny.yaml"
-    run = tiny_run(m30k_bin, tmp_path / "unused", max_updates=UPDATES, save_every=SAVE_EVERY, valid_every=10)
+    run = tiny_run(
+        m30k_bin, tmp_path / "unused", max_updates=UPDATES, save_every=SAVE_EVERY, valid_every=10, optimizer=optimizer
+    )
     config.write_text(dump_run_config(run), encoding="utf-8")
 
     reference = tmp_path / "reference"

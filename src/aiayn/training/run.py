@@ -98,16 +98,16 @@ def train(run: RunConfig, resume: bool = True) -> TrainState:
         random.seed(seed + ctx.rank)
         np.random.seed(seed + ctx.rank)
         trainer = Trainer(model, run, train_set, valid_set, ctx, precision=_resumed_precision(checkpoint))
+        if checkpoint is not None:
+            trainer.restore(checkpoint)  # first: a resume it refuses leaves the run's config.yaml as it was
+            if ctx.is_main:
+                print(f"resumed from {checkpoint} (update {trainer.state.step})", file=sys.stderr)
         if ctx.is_main:
             out_dir.mkdir(parents=True, exist_ok=True)
             clean_temporaries(out_dir)
             atomic_write_text(out_dir / RUN_CONFIG_FILE, dump_run_config(run))
             (out_dir / RUN_CONFIG_FILE).chmod(0o644)
         barrier(ctx)
-        if checkpoint is not None:
-            trainer.restore(checkpoint)
-            if ctx.is_main:
-                print(f"resumed from {checkpoint} (update {trainer.state.step})", file=sys.stderr)
         return trainer.fit()
     finally:
         # Free the model, DDP/FSDP state and any collective handles they hold while the interpreter is fully

@@ -101,14 +101,41 @@ def reapply(scheduler: LambdaLR) -> None:
     scheduler._last_lr = [group["lr"] for group in scheduler.optimizer.param_groups]
 
 
+def optimizer_for(model: nn.Module, c: TrainConfig, ns_dtype: torch.dtype = torch.float32) -> Optimizer:
+    """`train.optimizer`: Adam as in 5.3 for every parameter, or `aiayn.training.muon.MuonAdam`: Muon (its
+    orthogonalisation in `ns_dtype`) for the encoder's and decoder's matrices, Adam for the rest."""
+    if c.optimizer == "adam":
+        return adam(model, c)
+    if not hasattr(torch.optim, "Muon"):
+        raise RuntimeError(f"train.optimizer: muon needs torch >= 2.9 (torch.optim.Muon); this is {torch.__version__}")
+    from aiayn.training.muon import Muon, MuonAdam, muon_parameters
+
+    matrices, rest = muon_parameters(model)
+    muon = Muon(matrices, ns_dtype=ns_dtype, weight_decay=c.weight_decay, momentum=c.muon_momentum,
+                adjust_lr_fn="match_rms_adamw")  # fmt: skip
+    return MuonAdam(muon, _adam(rest, c))
+
+
+def _adam(parameters: list[nn.Parameter], c: TrainConfig) -> torch.optim.Adam:
+    options = dict(betas=(c.adam_beta1, c.adam_beta2), eps=c.adam_eps, weight_decay=c.weight_decay)
+    try:
+        return torch.optim.Adam(parameters, fused=True, **options)
+    except RuntimeError:  # no fused kernel for this device or dtype
+        return torch.optim.Adam(parameters, **options)
+
+
 def adam(model: nn.Module, c: TrainConfig) -> torch.optim.Adam:
     """Adam as in 5.3 (beta1=0.9, beta2=0.98, eps=1e-9 by default); the fused kernel where torch has one
     (CUDA, and CPU since torch 2.4: one pass over the parameters instead of ~10)."""
-    options = dict(betas=(c.adam_beta1, c.adam_beta2), eps=c.adam_eps, weight_decay=c.weight_decay)
-    try:
-        return torch.optim.Adam(model.parameters(), fused=True, **options)
-    except RuntimeError:  # no fused kernel for this device or dtype
-        return torch.optim.Adam(model.parameters(), **options)
+    return _adam(list(model.parameters()), c)
 
 
-__all__ = ["DecayLine", "adam", "inverse_sqrt_lr", "inverse_sqrt_schedule", "linear_decay_lr", "reapply"]
+__all__ = [
+    "DecayLine",
+    "adam",
+    "inverse_sqrt_lr",
+    "inverse_sqrt_schedule",
+    "linear_decay_lr",
+    "optimizer_for",
+    "reapply",
+]

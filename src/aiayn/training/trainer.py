@@ -33,7 +33,7 @@ from tqdm import tqdm
 from aiayn.config import RunConfig
 from aiayn.data import ParallelDataset, TokenBudgetBatches, Tokenizer, load_batch
 from aiayn.io import sha256_file
-from aiayn.kernels import precision_candidates, prepare_for_training
+from aiayn.kernels import choose_orthogonalization_dtype, precision_candidates, prepare_for_training
 from aiayn.model.pretrained import read_config
 from aiayn.training import checkpoint as ckpt
 from aiayn.training.distributed import (
@@ -53,7 +53,7 @@ from aiayn.training.loss import transduction_loss
 from aiayn.training.metrics_log import MetricsLog, TrainMeter
 from aiayn.training.plan import EpochPlan, plan_epoch
 from aiayn.training.precision_probe import PrecisionProbe, measure_precisions
-from aiayn.training.schedule import DecayLine, adam, inverse_sqrt_schedule, reapply
+from aiayn.training.schedule import DecayLine, inverse_sqrt_schedule, optimizer_for, reapply
 from aiayn.training.validation import validation_bleu, validation_loss
 
 
@@ -121,7 +121,7 @@ class Trainer:
             self.model = self.trained = model  # the bare model: checkpoints, validation, BLEU
             self.net = wrap_model(model, ctx)  # what forward/backward go through
         self._replica_step = 0  # the update the replica's weights are from
-        self.optimizer = adam(self.trained, c)
+        self.optimizer = optimizer_for(self.trained, c, choose_orthogonalization_dtype(ctx.device))
         # train.decay_updates: auto: the line's end is drawn at the first validation and redrawn at each one
         self.line = DecayLine(c.warmup, 0) if c.decay_updates == "auto" else None
         total = 0 if self.line else c.decay_updates or c.max_updates
@@ -171,6 +171,8 @@ class Trainer:
             self.log.write({"kind": "precision", "step": 0, "seconds": self.probe.seconds,
                             "chosen": self.runtime.precision})  # fmt: skip
         self._say(f"fast paths: {self.runtime.describe()}")
+        if self.cfg.optimizer == "muon":
+            self._say(f"optimizer: {self.optimizer.describe()}")  # type: ignore[attr-defined]
         while (reason := self._stop_reason()) is None:
             plan = self._epoch_plan(s.epoch)
             u = s.epoch_updates
@@ -428,6 +430,10 @@ class Trainer:
         if read_config(checkpoint)[1]["format_version"] == 1:  # one fused in_proj: other optimizer slots
             raise ValueError(f"{checkpoint} was written in model format 1; its weights load (translate, average),"
                              " but its optimizer state cannot resume this version: start a new run")  # fmt: skip
+        trained_with = "muon" if set(saved["optimizer"]) == {"muon", "adam"} else "adam"
+        if trained_with != self.cfg.optimizer:
+            raise ValueError(f"{checkpoint} was written with train.optimizer={trained_with}; resume it with the same"
+                             f" train.optimizer (this run has {self.cfg.optimizer})")  # fmt: skip
         ckpt.load_model_weights(self.model, checkpoint)
         if self.fsdp:
             load_full_model_state(self.trained, self.model.state_dict())
