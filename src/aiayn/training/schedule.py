@@ -10,6 +10,9 @@ Not in the paper: `decay="linear"` keeps eq. 3's warmup and peak, then falls lin
 (a budget known in advance: a short run ends at a small rate instead of eq. 3's tail). Where the budget is
 wall time, the line is a `DecayLine` the trainer redraws as the run goes (`train.decay_updates: auto`): from the
 rate of the last update to 0 at the update the remaining minutes are projected to reach.
+
+Also not in the paper: `train.optimizer: muon` (`optimizer_for`), Muon for the layers' matrices with Adam for the
+rest (`aiayn.training.muon`), under the same schedule.
 """
 
 from __future__ import annotations
@@ -113,10 +116,11 @@ def optimizer_for(model: nn.Module, c: TrainConfig, ns_dtype: torch.dtype = torc
     matrices, rest = muon_parameters(model)
     muon = Muon(matrices, ns_dtype=ns_dtype, weight_decay=c.weight_decay, momentum=c.muon_momentum,
                 adjust_lr_fn="match_rms_adamw")  # fmt: skip
-    return MuonAdam(muon, _adam(rest, c))
+    return MuonAdam(muon, adam_over(rest, c))
 
 
-def _adam(parameters: list[nn.Parameter], c: TrainConfig) -> torch.optim.Adam:
+def adam_over(parameters: list[nn.Parameter], c: TrainConfig) -> torch.optim.Adam:
+    """Adam with `train`'s betas, eps and weight decay over `parameters`; fused where torch has the kernel."""
     options = dict(betas=(c.adam_beta1, c.adam_beta2), eps=c.adam_eps, weight_decay=c.weight_decay)
     try:
         return torch.optim.Adam(parameters, fused=True, **options)
@@ -127,12 +131,13 @@ def _adam(parameters: list[nn.Parameter], c: TrainConfig) -> torch.optim.Adam:
 def adam(model: nn.Module, c: TrainConfig) -> torch.optim.Adam:
     """Adam as in 5.3 (beta1=0.9, beta2=0.98, eps=1e-9 by default); the fused kernel where torch has one
     (CUDA, and CPU since torch 2.4: one pass over the parameters instead of ~10)."""
-    return _adam(list(model.parameters()), c)
+    return adam_over(list(model.parameters()), c)
 
 
 __all__ = [
     "DecayLine",
     "adam",
+    "adam_over",
     "inverse_sqrt_lr",
     "inverse_sqrt_schedule",
     "linear_decay_lr",
