@@ -115,6 +115,7 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-b2k-ls02", "## Label smoothing 0.2 at half batches", "multi30k-wu-tok-b2k-ls02"),
         ("multi30k-wu-tok-b2k-ls02-s2", "### Seed 2 of the label-smoothing hour", "multi30k-wu-tok-b2k-ls02"),
         ("multi30k-wu-tok-b2k-bits", "## The recipe with 16-bit dropout masks", "multi30k-wu-tok-b2k"),
+        ("multi30k-wu-tok-b2k-muon", "## Muon for the layers' matrices", "multi30k-wu-tok-b2k-muon"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
@@ -157,6 +158,8 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
          "model.norm_first=true"),
         ("## Label smoothing 0.2 at half batches", "multi30k-wu-tok-b2k", "multi30k-wu-tok-b2k-ls02",
          "model.eps_ls=0.2"),
+        ("## Muon for the layers' matrices", "multi30k-wu-tok-b2k", "multi30k-wu-tok-b2k-muon",
+         "train.optimizer=muon"),
     ],
 )  # fmt: skip
 def test_recipe_is_the_command_its_hour_ran(section: str, base: str, recipe: str, change: str) -> None:
