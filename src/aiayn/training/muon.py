@@ -71,8 +71,10 @@ class Muon(_TorchMuon):  # type: ignore[valid-type,misc]
                     stacked, group["ns_coefficients"], group["ns_steps"], group["eps"], self.ns_dtype
                 )
                 step_size = _adjust_lr(lr, group["adjust_lr_fn"], shape)
+                decay = 1 - lr * group["weight_decay"]
                 for i, update in zip(members, orthogonal):
-                    params[i].mul_(1 - lr * group["weight_decay"])
+                    if decay != 1:  # no pass over the weights for a decay of 0 (the recipe's)
+                        params[i].mul_(decay)
                     params[i].add_(update, alpha=-step_size)
 
 
