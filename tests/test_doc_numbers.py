@@ -116,6 +116,9 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-b2k-ls02-s2", "### Seed 2 of the label-smoothing hour", "multi30k-wu-tok-b2k-ls02"),
         ("multi30k-wu-tok-b2k-bits", "## The recipe with 16-bit dropout masks", "multi30k-wu-tok-b2k"),
         ("multi30k-wu-tok-b2k-muon", "## Muon for the layers' matrices", "multi30k-wu-tok-b2k-muon"),
+        ("multi30k-wu-tok-b2k-muon-drop03", "## Muon with Wu et al.'s dropout 0.3", "multi30k-wu-tok-b2k-muon-drop03"),
+        ("multi30k-wu-tok-b2k-muon-drop03-s2", "### Seed 2 of the Muon dropout-0.3 hour",
+         "multi30k-wu-tok-b2k-muon-drop03"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
@@ -160,6 +163,8 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
          "model.eps_ls=0.2"),
         ("## Muon for the layers' matrices", "multi30k-wu-tok-b2k", "multi30k-wu-tok-b2k-muon",
          "train.optimizer=muon"),
+        ("## Muon with Wu et al.'s dropout 0.3", "multi30k-wu-tok-b2k-muon", "multi30k-wu-tok-b2k-muon-drop03",
+         "model.P_drop=0.3"),
     ],
 )  # fmt: skip
 def test_recipe_is_the_command_its_hour_ran(section: str, base: str, recipe: str, change: str) -> None:
