@@ -119,6 +119,10 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
         ("multi30k-wu-tok-b2k-muon-drop03", "## Muon with Wu et al.'s dropout 0.3", "multi30k-wu-tok-b2k-muon-drop03"),
         ("multi30k-wu-tok-b2k-muon-drop03-s2", "### Seed 2 of the Muon dropout-0.3 hour",
          "multi30k-wu-tok-b2k-muon-drop03"),
+        ("multi30k-wu-tok-b2k-muon-drop03-zen4", "## Muon with dropout 0.3 on an AMD Zen 4",
+         "multi30k-wu-tok-b2k-muon-drop03"),
+        ("multi30k-wu-tok-b2k-muon-drop03-zen4-s2", "### Seed 2 of the Zen 4 Muon hour",
+         "multi30k-wu-tok-b2k-muon-drop03"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
