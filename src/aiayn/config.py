@@ -238,6 +238,7 @@ class DataConfig:
     test_prefixes: tuple[str, ...] = ()
     vocab_size: int = 8000  # the paper: a shared BPE vocabulary of about 37000 tokens
     max_len: int = 256  # longest side in subwords; longer training pairs are dropped when preparing
+    bpe_dropout: float = 0.0  # BPE-dropout (Provilkov et al., 2020): each epoch's training pieces resampled; 0: off
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "test_prefixes", tuple(self.test_prefixes))
@@ -248,6 +249,8 @@ class DataConfig:
             raise ConfigError(f"data.max_sentences must be positive or null, got {self.max_sentences}")
         if self.vocab_size <= 4 or self.max_len <= 0:
             raise ConfigError("data.vocab_size must exceed the 4 special ids and data.max_len be positive")
+        if not 0.0 <= self.bpe_dropout < 1.0:
+            raise ConfigError(f"data.bpe_dropout must lie in [0, 1) (0: off), got {self.bpe_dropout}")
 
 
 @dataclass(frozen=True)

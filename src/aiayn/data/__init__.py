@@ -8,6 +8,7 @@ writes a binarized directory (`aiayn.data.binarized`); training reads it with `P
 
 from aiayn.data.batching import Batch, TokenBudgetBatches, collate, load_batch, make_source, make_target
 from aiayn.data.binarized import FORMAT_NAME, FORMAT_VERSION, ParallelDataset, available_splits, load_meta
+from aiayn.data.bpe_dropout import BPEDropout, EpochPairs
 from aiayn.data.corpus import CorpusError, check_parallel, check_text_file
 from aiayn.data.download import ensure_multi30k, resolve_data_dir
 from aiayn.data.prepare import prepare
@@ -15,9 +16,11 @@ from aiayn.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, TOKENIZER_FILENAME, UNK
 
 __all__ = [
     "BOS_ID",
+    "BPEDropout",
     "Batch",
     "CorpusError",
     "EOS_ID",
+    "EpochPairs",
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "PAD_ID",

@@ -26,6 +26,7 @@ from aiayn.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 if TYPE_CHECKING:
     from aiayn.data.binarized import ParallelDataset
+    from aiayn.data.bpe_dropout import EpochPairs
 
 
 def make_source(ids: Sequence[int], eos_id: int = EOS_ID) -> list[int]:
@@ -200,7 +201,7 @@ def collate(
     )
 
 
-def load_batch(dataset: ParallelDataset, indices: Sequence[int]) -> Batch:
+def load_batch(dataset: ParallelDataset | EpochPairs, indices: Sequence[int]) -> Batch:
     """Read the pairs `indices` of a dataset and collate them (ids = those indices)."""
     return collate([dataset[i] for i in indices], ids=indices)
 

@@ -31,7 +31,7 @@ from torch import nn
 from tqdm import tqdm
 
 from aiayn.config import RunConfig
-from aiayn.data import ParallelDataset, TokenBudgetBatches, Tokenizer, load_batch
+from aiayn.data import BPEDropout, EpochPairs, ParallelDataset, TokenBudgetBatches, Tokenizer, load_batch
 from aiayn.io import sha256_file
 from aiayn.kernels import choose_orthogonalization_dtype, precision_candidates, prepare_for_training
 from aiayn.model.pretrained import read_config
@@ -108,6 +108,10 @@ class Trainer:
         self.batches = TokenBudgetBatches(
             train_set.src_lengths, train_set.tgt_lengths, run.data.max_tokens, c.seed, True, run.data.max_sentences
         )
+        self.bpe_dropout = (
+            BPEDropout(train_set, run.data.bpe_dropout, c.seed, run.data.max_len) if run.data.bpe_dropout else None
+        )
+        self._pairs: ParallelDataset | EpochPairs = train_set  # the pairs (and pieces) of the epoch being trained
         self.probe: PrecisionProbe | None = None
         self.dtype = self._choose_precision(model, precision)
         self.runtime = prepare_for_training(
@@ -190,8 +194,18 @@ class Trainer:
 
     def _epoch_plan(self, epoch: int) -> EpochPlan:
         if self._plan is None or self._plan.epoch != epoch:
-            tgt = self.train_set.tgt_lengths
-            self._plan = plan_epoch(self.batches, tgt, epoch, self.ctx.rank, self.ctx.world_size, self.cfg.update_freq)
+            batches = self.batches
+            if self.bpe_dropout is not None:  # this epoch's pieces, batched by their own lengths
+                fresh = self._pairs is self.train_set
+                self._pairs = pairs = self.bpe_dropout.epoch(epoch)
+                if fresh:
+                    ratio = int(pairs.tgt_lengths.sum()) / max(1, int(self.train_set.tgt_lengths.sum()))
+                    self._say(f"bpe-dropout p={self.bpe_dropout.p}: epoch {epoch}'s target pieces {ratio:.2f}x the "
+                              "deterministic segmentation's")  # fmt: skip
+                batches = TokenBudgetBatches(pairs.src_lengths, pairs.tgt_lengths, self.run.data.max_tokens,
+                                             self.cfg.seed, True, self.run.data.max_sentences)  # fmt: skip
+            tgt = self._pairs.tgt_lengths
+            self._plan = plan_epoch(batches, tgt, epoch, self.ctx.rank, self.ctx.world_size, self.cfg.update_freq)
         return self._plan
 
     def _autocast(self) -> contextlib.AbstractContextManager:
@@ -203,7 +217,7 @@ class Trainer:
         loss_sum = nll_sum = torch.zeros((), device=ctx.device)
         src_tokens = tgt_tokens = 0
         for i, indices in enumerate(group):
-            batch = load_batch(self.train_set, indices).to(ctx.device, non_blocking=True)
+            batch = load_batch(self._pairs, indices).to(ctx.device, non_blocking=True)
             with no_sync(self.net, skip_sync=i < len(group) - 1):
                 with self._autocast():
                     loss, nll = transduction_loss(
