@@ -239,6 +239,7 @@ class DataConfig:
     vocab_size: int = 8000  # the paper: a shared BPE vocabulary of about 37000 tokens
     max_len: int = 256  # longest side in subwords; longer training pairs are dropped when preparing
     bpe_dropout: float = 0.0  # BPE-dropout (Provilkov et al., 2020): each epoch's training pieces resampled; 0: off
+    bpe_dropout_target: float | None = None  # its probability on the target side; null: bpe_dropout's
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "test_prefixes", tuple(self.test_prefixes))
@@ -251,6 +252,8 @@ class DataConfig:
             raise ConfigError("data.vocab_size must exceed the 4 special ids and data.max_len be positive")
         if not 0.0 <= self.bpe_dropout < 1.0:
             raise ConfigError(f"data.bpe_dropout must lie in [0, 1) (0: off), got {self.bpe_dropout}")
+        if self.bpe_dropout_target is not None and not 0.0 <= self.bpe_dropout_target < 1.0:
+            raise ConfigError(f"data.bpe_dropout_target must lie in [0, 1) or be null, got {self.bpe_dropout_target}")
 
 
 @dataclass(frozen=True)

@@ -56,12 +56,14 @@ class EpochPairs:
 
 
 class BPEDropout:
-    """Sampled segmentations of a binarized training split, one per epoch (dropout probability `p`)."""
+    """Sampled segmentations of a binarized training split, one per epoch: merges dropped with probability `p`
+    in source sentences and `p_target` (default: `p`) in target sentences; 0 keeps a side's plain pieces."""
 
-    def __init__(self, dataset: ParallelDataset, p: float, seed: int, max_len: int) -> None:
-        if not 0.0 < p < 1.0:
-            raise ValueError(f"data.bpe_dropout must lie in (0, 1), got {p}")
-        self.dataset, self.p, self.seed, self.max_len = dataset, p, seed, max_len
+    def __init__(self, dataset: ParallelDataset, p: float, seed: int, max_len: int, p_target: float | None = None):
+        p_target = p if p_target is None else p_target
+        if not (0.0 <= p < 1.0 and 0.0 <= p_target < 1.0) or p == p_target == 0.0:
+            raise ValueError(f"BPE-dropout probabilities must lie in [0, 1), one of them above 0; got {p}, {p_target}")
+        self.dataset, self.p, self.p_target, self.seed, self.max_len = dataset, p, p_target, seed, max_len
         self.tokenizer = Tokenizer.from_file(dataset.tokenizer_path)
         pairs = [dataset[i] for i in range(len(dataset))]
         self._ids = ([s for s, _ in pairs], [t for _, t in pairs])
@@ -70,8 +72,11 @@ class BPEDropout:
     def epoch(self, epoch: int) -> EpochPairs:
         """The pairs of `epoch` (1-based) under the segmentation drawn from (seed, epoch)."""
         sides = []
-        for k, (text, fixed) in enumerate(zip(self._text, self._ids)):
-            sampled = _sample(self.tokenizer.processor, text, self.p, _seed(self.seed, epoch, k))
+        for k, (text, fixed, p) in enumerate(zip(self._text, self._ids, (self.p, self.p_target))):
+            if p == 0.0:
+                sides.append(fixed)
+                continue
+            sampled = _sample(self.tokenizer.processor, text, p, _seed(self.seed, epoch, k))
             dtype = fixed[0].dtype if fixed else np.int32
             sides.append([
                 np.asarray(s, dtype=dtype) if 0 < len(s) <= self.max_len else f for s, f in zip(sampled, fixed)

@@ -108,8 +108,10 @@ class Trainer:
         self.batches = TokenBudgetBatches(
             train_set.src_lengths, train_set.tgt_lengths, run.data.max_tokens, c.seed, True, run.data.max_sentences
         )
-        self.bpe_dropout = (
-            BPEDropout(train_set, run.data.bpe_dropout, c.seed, run.data.max_len) if run.data.bpe_dropout else None
+        d = run.data
+        target = d.bpe_dropout if d.bpe_dropout_target is None else d.bpe_dropout_target
+        self.bpe_dropout = None if not (d.bpe_dropout or target) else BPEDropout(
+            train_set, d.bpe_dropout, c.seed, d.max_len, target
         )
         self._pairs: ParallelDataset | EpochPairs = train_set  # the pairs (and pieces) of the epoch being trained
         self.probe: PrecisionProbe | None = None
@@ -199,9 +201,11 @@ class Trainer:
                 fresh = self._pairs is self.train_set
                 self._pairs = pairs = self.bpe_dropout.epoch(epoch)
                 if fresh:
-                    ratio = int(pairs.tgt_lengths.sum()) / max(1, int(self.train_set.tgt_lengths.sum()))
-                    self._say(f"bpe-dropout p={self.bpe_dropout.p}: epoch {epoch}'s target pieces {ratio:.2f}x the "
-                              "deterministic segmentation's")  # fmt: skip
+                    d, plain = self.bpe_dropout, self.train_set
+                    src = int(pairs.src_lengths.sum()) / max(1, int(plain.src_lengths.sum()))
+                    tgt = int(pairs.tgt_lengths.sum()) / max(1, int(plain.tgt_lengths.sum()))
+                    self._say(f"bpe-dropout p={d.p} (source), {d.p_target} (target): epoch {epoch} has {src:.2f}x "
+                              f"and {tgt:.2f}x the plain segmentation's pieces")  # fmt: skip
                 batches = TokenBudgetBatches(pairs.src_lengths, pairs.tgt_lengths, self.run.data.max_tokens,
                                              self.cfg.seed, True, self.run.data.max_sentences)  # fmt: skip
             tgt = self._pairs.tgt_lengths
