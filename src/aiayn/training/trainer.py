@@ -110,9 +110,10 @@ class Trainer:
         )
         d = run.data
         target = d.bpe_dropout if d.bpe_dropout_target is None else d.bpe_dropout_target
-        self.bpe_dropout = None if not (d.bpe_dropout or target) else BPEDropout(
-            train_set, d.bpe_dropout, c.seed, d.max_len, target
-        )
+        self.bpe_dropout = None  # rank 0 draws (and keeps) each epoch's pieces; every rank trains on them
+        if d.bpe_dropout or target:
+            kept = Path(c.out_dir) / "bpe-dropout" if ctx.is_main else None
+            self.bpe_dropout = BPEDropout(train_set, d.bpe_dropout, c.seed, d.max_len, target, kept)
         self._pairs: ParallelDataset | EpochPairs = train_set  # the pairs (and pieces) of the epoch being trained
         self.probe: PrecisionProbe | None = None
         self.dtype = self._choose_precision(model, precision)
@@ -199,7 +200,8 @@ class Trainer:
             batches = self.batches
             if self.bpe_dropout is not None:  # this epoch's pieces, batched by their own lengths
                 fresh = self._pairs is self.train_set
-                self._pairs = pairs = self.bpe_dropout.epoch(epoch)
+                pairs = self.bpe_dropout.epoch(epoch) if self.ctx.is_main else None
+                self._pairs = pairs = all_gather_object(pairs, self.ctx)[0]
                 if fresh:
                     d, plain = self.bpe_dropout, self.train_set
                     src = int(pairs.src_lengths.sum()) / max(1, int(plain.src_lengths.sum()))
