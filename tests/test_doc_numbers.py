@@ -123,6 +123,8 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
          "multi30k-wu-tok-b2k-muon-drop03"),
         ("multi30k-wu-tok-b2k-muon-drop03-zen4-s2", "### Seed 2 of the Zen 4 Muon hour",
          "multi30k-wu-tok-b2k-muon-drop03"),
+        ("multi30k-wu-tok-b2k-bpedrop-src", "### BPE-dropout on the source side only",
+         "multi30k-wu-tok-b2k-bpedrop-src"),
     ],
 )  # fmt: skip
 def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config: str) -> None:
@@ -169,6 +171,10 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
          "train.optimizer=muon"),
         ("## Muon with Wu et al.'s dropout 0.3", "multi30k-wu-tok-b2k-muon", "multi30k-wu-tok-b2k-muon-drop03",
          "model.P_drop=0.3"),
+        ("## BPE-dropout at half batches", "multi30k-wu-tok-b2k", "multi30k-wu-tok-b2k-bpedrop",
+         "data.bpe_dropout=0.1"),
+        ("### BPE-dropout on the source side only", "multi30k-wu-tok-b2k-bpedrop", "multi30k-wu-tok-b2k-bpedrop-src",
+         "data.bpe_dropout_target=0.0"),
     ],
 )  # fmt: skip
 def test_recipe_is_the_command_its_hour_ran(section: str, base: str, recipe: str, change: str) -> None:
