@@ -197,22 +197,26 @@ class Trainer:
 
     def _epoch_plan(self, epoch: int) -> EpochPlan:
         if self._plan is None or self._plan.epoch != epoch:
-            batches = self.batches
-            if self.bpe_dropout is not None:  # this epoch's pieces, batched by their own lengths
-                fresh = self._pairs is self.train_set
-                pairs = self.bpe_dropout.epoch(epoch) if self.ctx.is_main else None
-                self._pairs = pairs = all_gather_object(pairs, self.ctx)[0]
-                if fresh:
-                    d, plain = self.bpe_dropout, self.train_set
-                    src = int(pairs.src_lengths.sum()) / max(1, int(plain.src_lengths.sum()))
-                    tgt = int(pairs.tgt_lengths.sum()) / max(1, int(plain.tgt_lengths.sum()))
-                    self._say(f"bpe-dropout p={d.p} (source), {d.p_target} (target): epoch {epoch} has {src:.2f}x "
-                              f"and {tgt:.2f}x the plain segmentation's pieces")  # fmt: skip
-                batches = TokenBudgetBatches(pairs.src_lengths, pairs.tgt_lengths, self.run.data.max_tokens,
-                                             self.cfg.seed, True, self.run.data.max_sentences)  # fmt: skip
+            batches = self.batches if self.bpe_dropout is None else self._resegment(epoch)
             tgt = self._pairs.tgt_lengths
             self._plan = plan_epoch(batches, tgt, epoch, self.ctx.rank, self.ctx.world_size, self.cfg.update_freq)
         return self._plan
+
+    def _resegment(self, epoch: int) -> TokenBudgetBatches:
+        """BPE-dropout: train `epoch` on its own pieces (drawn or read back by rank 0, the same on every rank),
+        batched by their own lengths."""
+        d, plain, first = self.bpe_dropout, self.train_set, self._pairs is self.train_set
+        assert d is not None
+        pairs = d.epoch(epoch) if self.ctx.is_main else None
+        self._pairs = pairs = all_gather_object(pairs, self.ctx)[0]
+        if first:
+            src = int(pairs.src_lengths.sum()) / max(1, int(plain.src_lengths.sum()))
+            tgt = int(pairs.tgt_lengths.sum()) / max(1, int(plain.tgt_lengths.sum()))
+            self._say(f"bpe-dropout p={d.p} (source), {d.p_target} (target): epoch {epoch} has {src:.2f}x and "
+                      f"{tgt:.2f}x the plain segmentation's pieces")  # fmt: skip
+        data = self.run.data
+        return TokenBudgetBatches(pairs.src_lengths, pairs.tgt_lengths, data.max_tokens, self.cfg.seed, True,
+                                  data.max_sentences)  # fmt: skip
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         return torch.autocast(self.ctx.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32)
