@@ -5,12 +5,9 @@ data.max_len; a run with it killed after a checkpoint resumes to the same losses
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +19,7 @@ from aiayn.config import ConfigError, DataConfig, dump_run_config
 from aiayn.data import BPEDropout, CorpusError, EpochPairs, ParallelDataset, Tokenizer
 from aiayn.training.metrics_log import read_metrics
 from tests.training.conftest import tiny_run
-from tests.training.test_resume import command, run_to_end, trace
+from tests.training.test_resume import kill_after_first_checkpoint, run_to_end, trace
 
 
 def same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
@@ -158,13 +155,7 @@ def test_sigkill_and_resume_gives_identical_losses_under_bpe_dropout(m30k_bin: P
     epochs = {r["epoch"] for r in read_metrics(reference) if r["kind"] == "train"}
     assert 2 <= len(epochs) <= 4
 
-    process = subprocess.Popen(command(config, killed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while not (killed / f"checkpoint-{SAVE_EVERY:07d}").is_dir():
-        assert process.poll() is None and time.monotonic() < deadline, "training ended before its first checkpoint"
-        time.sleep(0.002)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    kill_after_first_checkpoint(config, killed, SAVE_EVERY)
     log = run_to_end(config, killed)
     assert "resumed from" in log
     assert trace(killed) == trace(reference)

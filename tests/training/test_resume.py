@@ -31,6 +31,17 @@ def run_to_end(config: Path, out_dir: Path) -> str:
     return done.stderr
 
 
+def kill_after_first_checkpoint(config: Path, out_dir: Path, save_every: int) -> None:
+    """Start `aiayn train`, SIGKILL it as soon as checkpoint `save_every` is in place."""
+    process = subprocess.Popen(command(config, out_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (out_dir / f"checkpoint-{save_every:07d}").is_dir():  # renamed into place: complete
+        assert process.poll() is None and time.monotonic() < deadline, "training ended before its first checkpoint"
+        time.sleep(0.002)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+
+
 def trace(run_dir: Path) -> list[tuple]:
     """(kind, step, epoch, loss, nll, lr) of every record: bit-for-bit floats, no timings."""
     keys = ("kind", "step", "epoch", "loss", "nll_loss", "lr")
@@ -52,13 +63,7 @@ def test_sigkill_and_resume_gives_identical_losses(m30k_bin: Path, tmp_path: Pat
     run_to_end(config, reference)
 
     killed = tmp_path / "killed"
-    process = subprocess.Popen(command(config, killed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while not (killed / f"checkpoint-{SAVE_EVERY:07d}").is_dir():  # renamed into place: complete
-        assert process.poll() is None and time.monotonic() < deadline, "training ended before its first checkpoint"
-        time.sleep(0.002)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    kill_after_first_checkpoint(config, killed, SAVE_EVERY)
     assert not any(r["kind"] == "end" for r in read_metrics(killed)), "the run finished before the kill"
 
     log = run_to_end(config, killed)

@@ -130,9 +130,15 @@ class BPEDropout:
         self.dataset, self.p, self.p_target, self.seed, self.max_len = dataset, p, p_target, seed, max_len
         self.keep_dir, self.keep = (None if keep_dir is None else Path(keep_dir)), keep
         self.tokenizer = Tokenizer.from_file(dataset.tokenizer_path)
-        pairs = [dataset[i] for i in range(len(dataset))]
-        self._ids = ([s for s, _ in pairs], [t for _, t in pairs])
-        self._text = tuple([self.tokenizer.decode(ids.tolist()) for ids in side] for side in self._ids)
+        self._sides: tuple[tuple[list[np.ndarray], list[str]], ...] | None = None  # (plain ids, text): at 1st draw
+
+    def _plain(self) -> tuple[tuple[list[np.ndarray], list[str]], ...]:
+        """Each side's plain ids and text, read once when the first epoch is drawn (not when all are kept)."""
+        if self._sides is None:
+            pairs = [self.dataset[i] for i in range(len(self.dataset))]
+            ids = ([s for s, _ in pairs], [t for _, t in pairs])
+            self._sides = tuple((side, [self.tokenizer.decode(x.tolist()) for x in side]) for side in ids)
+        return self._sides
 
     def epoch(self, epoch: int) -> EpochPairs:
         """The pairs of `epoch` (1-based): read back from `keep_dir` when kept there, else drawn (and kept)."""
@@ -154,7 +160,7 @@ class BPEDropout:
     def draw(self, epoch: int) -> EpochPairs:
         """A fresh segmentation of `epoch` (seeded by (seed, epoch, side); see the module's note)."""
         sides = []
-        for k, (text, fixed, p) in enumerate(zip(self._text, self._ids, (self.p, self.p_target))):
+        for k, ((fixed, text), p) in enumerate(zip(self._plain(), (self.p, self.p_target))):
             if p == 0.0:
                 sides.append(fixed)
                 continue
