@@ -1,6 +1,6 @@
 """`aiayn evaluate`: translate a test set and score it with sacrebleu BLEU and chrF (section 6.1, Table 2).
 
-    aiayn evaluate --model DIR --src test.en --ref test.de [--hyp-out hyps.de]
+    aiayn evaluate --model DIR [DIR ...] --src test.en --ref test.de [--hyp-out hyps.de]
 
 prints
 
@@ -31,7 +31,14 @@ HELP = "translate --src and score it against --ref: sacrebleu BLEU and chrF with
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, type=Path, help="model directory (config, weights, tokenizer)")
+    parser.add_argument(
+        "--model",
+        required=True,
+        type=Path,
+        nargs="+",
+        metavar="DIR",
+        help="model directory (config, weights, tokenizer); several decode as an ensemble (their mean probability)",
+    )
     parser.add_argument("--src", required=True, type=Path, help="source text, one sentence per line")
     parser.add_argument("--ref", required=True, type=Path, help="reference translations, line by line")
     parser.add_argument("--hyp-out", type=Path, help="also write the hypotheses here (atomically)")
@@ -66,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     check_device(args.device)
-    check_model_dir(args.model)
+    for model_dir in args.model:
+        check_model_dir(model_dir)
     check_tokenize(args.tokenize)
     sources, src_name = read_lines(args.src)
     references, ref_name = read_lines(args.ref)

@@ -1,7 +1,10 @@
 """`aiayn translate`: one translation per input line (section 6.1 decoding), in input order.
 
-    aiayn translate --model DIR [--input FILE] [--output FILE] [--beam 4] [--greedy] [--lenpen 0.6]
+    aiayn translate --model DIR [DIR ...] [--input FILE] [--output FILE] [--beam 4] [--greedy] [--lenpen 0.6]
                     [--lenpen-form gnmt|power] [--nbest N] [--max-len-a 1] [--max-len-b 50]
+
+Several --model directories decode as an ensemble: at each step the mean of their next-token probabilities
+(fairseq's ensemble); their tokenizers must be the same.
 
 Reads --input (or stdin, to its end), writes --output (atomically) or stdout. An empty line gives an empty
 line. A line with more subword tokens than the model accepts is truncated with a warning naming its line
@@ -99,7 +102,14 @@ def decode_overrides(args: argparse.Namespace, nbest: int = 1) -> dict[str, obje
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__.split("\n\n")[0]
-    parser.add_argument("--model", required=True, type=Path, help="model directory (config, weights, tokenizer)")
+    parser.add_argument(
+        "--model",
+        required=True,
+        type=Path,
+        nargs="+",
+        metavar="DIR",
+        help="model directory (config, weights, tokenizer); several decode as an ensemble (their mean probability)",
+    )
     parser.add_argument("--input", type=Path, help="input text, one sentence per line (default: stdin)")
     parser.add_argument("--output", type=Path, help="write here, atomically (default: stdout)")
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses per line, as 'I ||| HYP ||| SCORE' lines")
@@ -215,7 +225,8 @@ def run(args: argparse.Namespace) -> int:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     check_device(args.device)
-    check_model_dir(args.model)
+    for model_dir in args.model:
+        check_model_dir(model_dir)
     lines, name = read_lines(args.input)
     overrides = decode_overrides(args, nbest=args.nbest)
     translator = Translator.from_pretrained(args.model, device=args.device, **overrides)

@@ -25,7 +25,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from aiayn.config import DecodeConfig
-from aiayn.decoding.encoding import encode_by_length
+from aiayn.decoding.encoding import encode_sources
+from aiayn.decoding.ensemble import Ensemble
 from aiayn.decoding.hypothesis import Hypothesis, insert_nbest
 from aiayn.decoding.length_penalty import best_future_score, normalised_score
 from aiayn.decoding.limits import constrain_, output_length_limits
@@ -36,10 +37,10 @@ NEG_INF = float("-inf")
 
 
 @torch.inference_mode()
-def beam_search(model: Transformer, src: Tensor, config: DecodeConfig) -> list[list[Hypothesis]]:
+def beam_search(model: Transformer | Ensemble, src: Tensor, config: DecodeConfig) -> list[list[Hypothesis]]:
     """Beam search over src [B,S] (ids + EOS, right-padded); per sentence the `nbest` best, best first."""
     c, k, device = model.config, config.beam, src.device
-    memory = encode_by_length(model, src)
+    memory = encode_sources(model, src)
     batch = src.size(0)
     max_len = output_length_limits(memory.mask, config, c)  # [b] of the sentences still searched
     steps = int(max_len.max()) + 1  # the last step can only predict EOS

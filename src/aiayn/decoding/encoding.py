@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from aiayn.decoding.ensemble import Ensemble, EnsembleMemory
 from aiayn.model import EncoderOutput, Transformer
 
 CHUNK_SENTENCES = 16  # sentences per encoder call: enough rows for efficient matrix products
@@ -33,4 +34,11 @@ def encode_by_length(model: Transformer, src: Tensor, chunk: int = CHUNK_SENTENC
     return EncoderOutput(hidden, mask, [])
 
 
-__all__ = ["CHUNK_SENTENCES", "encode_by_length"]
+def encode_sources(model: Transformer | Ensemble, src: Tensor) -> EncoderOutput | EnsembleMemory:
+    """What a search starts from: the model's encoder output of src [B,S], or each ensemble member's."""
+    if isinstance(model, Ensemble):
+        return EnsembleMemory([encode_by_length(member, src) for member in model.members])
+    return encode_by_length(model, src)
+
+
+__all__ = ["CHUNK_SENTENCES", "encode_by_length", "encode_sources"]

@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from aiayn.config import DecodeConfig
-from aiayn.decoding.encoding import encode_by_length
+from aiayn.decoding.encoding import encode_sources
+from aiayn.decoding.ensemble import Ensemble
 from aiayn.decoding.hypothesis import Hypothesis, insert_nbest
 from aiayn.decoding.length_penalty import normalised_score
 from aiayn.decoding.limits import constrain_, output_length_limits
@@ -32,11 +33,11 @@ def argmax_chooser(logits: Tensor) -> Tensor:
 
 @torch.inference_mode()
 def decode_rows(
-    model: Transformer, src: Tensor, config: DecodeConfig, copies: int, choose: Chooser
+    model: Transformer | Ensemble, src: Tensor, config: DecodeConfig, copies: int, choose: Chooser
 ) -> list[list[Hypothesis]]:
     """`copies` independent rows per sentence of src [B,S]; returns per sentence the best `nbest`, best first."""
     c = model.config
-    memory = encode_by_length(model, src)
+    memory = encode_sources(model, src)
     batch = src.size(0)
     max_len = output_length_limits(memory.mask, config, c).repeat_interleave(copies)  # [R]
     steps = int(max_len.max()) + 1  # the last step can only predict EOS
@@ -85,7 +86,7 @@ def decode_rows(
     return results
 
 
-def greedy_search(model: Transformer, src: Tensor, config: DecodeConfig) -> list[list[Hypothesis]]:
+def greedy_search(model: Transformer | Ensemble, src: Tensor, config: DecodeConfig) -> list[list[Hypothesis]]:
     """The argmax token at each step, one hypothesis per sentence of src [B,S] (ids + EOS, right-padded)."""
     return decode_rows(model, src, config, copies=1, choose=argmax_chooser)
 

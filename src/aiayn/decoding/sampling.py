@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from aiayn.config import DecodeConfig
+from aiayn.decoding.ensemble import Ensemble
 from aiayn.decoding.greedy import decode_rows
 from aiayn.decoding.hypothesis import Hypothesis
 from aiayn.model import Transformer
@@ -30,7 +31,7 @@ def filter_logits(logits: Tensor, temperature: float = 1.0, top_k: int = 0, top_
     return logits
 
 
-def sampling_search(model: Transformer, src: Tensor, config: DecodeConfig) -> list[list[Hypothesis]]:
+def sampling_search(model: Transformer | Ensemble, src: Tensor, config: DecodeConfig) -> list[list[Hypothesis]]:
     """`config.beam` samples per sentence of src [B,S]; returns the best `config.nbest` of them, best first."""
     generator = torch.Generator(device=src.device).manual_seed(config.seed)
 

@@ -2,7 +2,8 @@
 
 src [B,S] holds each source as subword ids + EOS, right-padded with PAD (`aiayn.data.make_source`). The result
 is, per sentence in input order, its n-best `Hypothesis` list, best first: beam search by default, greedy
-with `config.greedy`, sampling with `config.sampling`.
+with `config.greedy`, sampling with `config.sampling`. `model` may be an `Ensemble` (`aiayn.decoding.ensemble`):
+every search then follows the members' mean next-token probability.
 
 Beam size 1 is beam search, not greedy: with alpha > 0 it keeps searching after the first EOS while a longer
 hypothesis could still score higher (`length_penalty`). With alpha = 0 both give the same output.
@@ -14,13 +15,14 @@ from torch import Tensor
 
 from aiayn.config import DecodeConfig
 from aiayn.decoding.beam import beam_search
+from aiayn.decoding.ensemble import Ensemble
 from aiayn.decoding.greedy import greedy_search
 from aiayn.decoding.hypothesis import Hypothesis
 from aiayn.decoding.sampling import sampling_search
 from aiayn.model import Transformer
 
 
-def generate(model: Transformer, src: Tensor, config: DecodeConfig | None = None) -> list[list[Hypothesis]]:
+def generate(model: Transformer | Ensemble, src: Tensor, config: DecodeConfig | None = None) -> list[list[Hypothesis]]:
     """Decode src [B,S] (ids + EOS, PAD-padded) -> per sentence its n-best hypotheses, best first."""
     config = config or DecodeConfig()
     if src.dim() != 2 or src.size(0) == 0 or src.size(1) == 0:

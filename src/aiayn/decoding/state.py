@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from aiayn.decoding.beam_cache import expand, reorder_rows, reorder_within
+from aiayn.decoding.ensemble import Ensemble, EnsembleDecoderState, EnsembleMemory
 from aiayn.model import EncoderOutput, Transformer
 
 
@@ -100,9 +101,20 @@ def branch(state: DecoderState, copies: int, *per_row: Tensor | None) -> tuple[T
 
 
 def start_decoder(
-    model: Transformer, memory: EncoderOutput, capacity: int, use_cache: bool, need_weights: bool
+    model: Transformer | Ensemble,
+    memory: EncoderOutput | EnsembleMemory,
+    capacity: int,
+    use_cache: bool,
+    need_weights: bool,
 ) -> DecoderState:
-    """A decoder state with one row per sentence of `memory` (searches `expand` it after their first step)."""
+    """A decoder state with one row per sentence of `memory` (searches `expand` it after their first step); for an
+    ensemble, one state per member behind the same protocol."""
+    if isinstance(model, Ensemble):
+        assert isinstance(memory, EnsembleMemory)
+        return EnsembleDecoderState(
+            [start_decoder(m, out, capacity, use_cache, need_weights) for m, out in zip(model.members, memory.outputs)]
+        )
+    assert isinstance(memory, EncoderOutput)
     if use_cache:
         return CachedDecoderState(model, memory, capacity, need_weights)
     return RecomputeDecoderState(model, memory, need_weights)

@@ -2,6 +2,7 @@
 
     translator = Translator.from_pretrained("runs/m30k/checkpoint-best")
     translator.translate(["A man rides a bike."], beam=4)          # -> ["Ein Mann fährt Fahrrad."]
+    Translator.from_pretrained(["runs/a/averaged", "runs/b/averaged"])   # an ensemble (aiayn.decoding.ensemble)
 
 Sentences are sorted by length and cut into batches of at most `max_tokens` padded source positions, so a
 batch holds sentences of similar length (little padding, and no short sentence waits for a long one); the
@@ -25,6 +26,7 @@ from aiayn.config import DecodeConfig, with_overrides
 from aiayn.cpu import keep_freed_memory
 from aiayn.data import Tokenizer
 from aiayn.data.vocab_tokenizer import load_model_tokenizers
+from aiayn.decoding.ensemble import Ensemble
 from aiayn.decoding.limits import check_search_budget
 from aiayn.decoding.search import generate
 from aiayn.kernels import Runtime, prepare_for_inference
@@ -60,6 +62,14 @@ class Translation:
         return self.hypotheses[0] if self.hypotheses else ""
 
 
+def _tokenizer_signature(tokenizer: Any) -> object:
+    """What decides a tokenizer's ids: sentencepiece's fingerprint, or a vocabulary file's pieces and what it
+    makes of a probe sentence (interop tokenizers)."""
+    if hasattr(tokenizer, "fingerprint"):
+        return tokenizer.fingerprint()
+    return sorted(tokenizer.id_to_piece.items()), tokenizer.encode("A probe: 12 words, a comma and Ünïcode.")
+
+
 def make_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     """Indices of non-empty sources (length > 0, EOS not counted) sorted longest first and cut so that
     n * max(length + 1) <= max_tokens (a longer single sentence still gets a batch of its own)."""
@@ -76,7 +86,7 @@ def make_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
 class Translator:
     def __init__(
         self,
-        model: Transformer,
+        model: Transformer | Ensemble,
         tokenizer: Tokenizer,
         config: DecodeConfig | None = None,
         device: str = "cpu",
@@ -84,8 +94,10 @@ class Translator:
         target_tokenizer: Tokenizer | None = None,
     ) -> None:
         target_tokenizer = target_tokenizer or tokenizer  # one joint tokenizer unless the model has two
-        for side, tok, size in (("", tokenizer, model.config.src_vocab_size),
-                                ("target ", target_tokenizer, model.config.tgt_vocab_size)):
+        for side, tok, size in (
+            ("", tokenizer, model.config.src_vocab_size),
+            ("target ", target_tokenizer, model.config.tgt_vocab_size),
+        ):
             if tok.vocab_size != size:
                 raise ValueError(
                     f"{side}tokenizer has {tok.vocab_size} pieces but the model's vocabulary is "
@@ -106,11 +118,16 @@ class Translator:
 
     @classmethod
     def from_pretrained(
-        cls, model_dir: str | Path, device: str = "cpu", reuse_memory: bool = True, **decode_overrides: Any
+        cls,
+        model_dir: str | Path | Sequence[str | Path],
+        device: str = "cpu",
+        reuse_memory: bool = True,
+        **decode_overrides: Any,
     ) -> Translator:
         """Load a model directory: config.json + model.safetensors + tokenizer.model, with the fast paths that
         `decode.attention_impl`, `decode.linear_kernel` and `decode.precision` choose
-        (`aiayn.kernels.prepare_for_inference`).
+        (`aiayn.kernels.prepare_for_inference`). A list of directories is decoded as an ensemble (their mean
+        next-token probability, `aiayn.decoding.ensemble`); their tokenizers must have the same pieces.
 
         On CPU, `reuse_memory` (default) also makes this process's allocator keep freed memory
         (`aiayn.cpu.keep_freed_memory`, docs/benchmarks/decoding.md), at the price of keeping the peak memory
@@ -118,14 +135,32 @@ class Translator:
         if reuse_memory and torch.device(device).type == "cpu":
             keep_freed_memory()
         config = with_overrides(DecodeConfig(), decode_overrides, section="decode")
-        model, runtime = prepare_for_inference(
-            Transformer.from_pretrained(model_dir, map_location=device),
-            config.attention_impl,
-            config.linear_kernel,
-            precision=config.precision,
-        )
-        source, target = load_model_tokenizers(model_dir)  # tokenizer.model, or source/target files (interop)
-        return cls(model, source, config, device, runtime, target_tokenizer=target)
+        dirs = [model_dir] if isinstance(model_dir, (str, Path)) else list(model_dir)
+        if not dirs:
+            raise ValueError("no model directory given")
+        models, runtime, tokenizers = [], None, None
+        for path in dirs:
+            model, prepared = prepare_for_inference(
+                Transformer.from_pretrained(path, map_location=device),
+                config.attention_impl,
+                config.linear_kernel,
+                precision=config.precision,
+            )
+            pair = load_model_tokenizers(path)  # tokenizer.model, or source/target files (interop)
+            if tokenizers is None:
+                runtime, tokenizers = prepared, pair
+            else:
+                for side, mine, first in zip(("source", "target"), pair, tokenizers):
+                    if type(mine) is not type(first) or _tokenizer_signature(mine) != _tokenizer_signature(first):
+                        raise ValueError(f"{path}: its {side} tokenizer differs from that of {dirs[0]}; the models "
+                                         "of an ensemble must share their tokenizers")  # fmt: skip
+            models.append(model)
+        assert tokenizers is not None
+        try:
+            ensemble = models[0] if len(models) == 1 else Ensemble(models)
+        except ValueError as error:  # the models' ids disagree: name the directories in their order
+            raise ValueError(f"{', '.join(map(str, dirs))}: {error}") from None
+        return cls(ensemble, tokenizers[0], config, device, runtime, target_tokenizer=tokenizers[1])
 
     def source_limit(self, config: DecodeConfig | None = None) -> int:
         """The most subword tokens of one source sentence (its EOS not counted)."""
