@@ -148,6 +148,31 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
 
 
 @pytest.mark.parametrize(
+    "section, results, seeds",
+    [("### The first pair (seeds 1 and 2", "multi30k-wu-tok-b2k-1t", (1, 2)),
+     ("### The second pair (seeds 3 and 4", "multi30k-wu-tok-b2k-1t-pair2", (3, 4))],
+)  # fmt: skip
+def test_ensemble_pair_quoted_is_its_results_and_metrics(section: str, results: str, seeds: tuple[int, int]) -> None:
+    """The side-by-side pairs of scripts/multi30k_ensemble_hour.sh: each scored row, each member's updates, the
+    recipe's parameter count."""
+    path = DOCS / f"{results}.results.txt"
+    if not path.exists():
+        pytest.skip(f"docs/{results}.results.txt is not committed yet")
+    text = (DOCS / "RESULTS.md").read_text()
+    assert section in text, f"RESULTS.md has no section {section!r}"
+    part = re.split(r"\n#{2,3} ", text.split(section, 1)[1], maxsplit=1)[0]
+    scores = results_file_scores(path)
+    assert {model for model, _ in scores} == {"member1-power1", "member2-power1", "ensemble-power1", "ensemble"}
+    for (model, kind), bleu in scores.items():
+        row = re.search(rf"\| \*?\*?`{model}`[^\n]*", part)
+        assert row and f"{bleu:.2f}" in row.group(0), f"RESULTS.md's {model} row does not quote {kind} BLEU {bleu:.2f}"
+    for seed in seeds:
+        end = next(r for r in records(f"multi30k-wu-tok-b2k-1t-s{seed}.metrics.jsonl") if r["kind"] == "end")
+        assert f"{end['step']:,} updates" in part
+    assert f"{parameters('multi30k-wu-tok-b2k.yaml'):,} parameters" in part
+
+
+@pytest.mark.parametrize(
     "section, base, recipe, change",
     [
         ("## Dropout 0.2: `configs/multi30k-wu-tok-drop02.yaml`", "multi30k-wu-tok-linear", "multi30k-wu-tok-drop02",

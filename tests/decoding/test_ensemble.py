@@ -162,3 +162,16 @@ def test_cli_refuses_members_with_another_tokenizer(model_dir, tmp_path, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(other) in err[0] and "tokenizer" in err[0]
     assert not out.exists()
+
+
+def test_search_memory_counts_every_member(monkeypatch):
+    import aiayn.decoding.limits as limits
+    from aiayn.config import ModelConfig
+    from aiayn.decoding.limits import SearchTooLargeError, check_search_budget, search_bytes
+
+    model, config = ModelConfig(src_vocab_size=8000, tgt_vocab_size=8000), DecodeConfig(beam=5)
+    one = search_bytes(config, model, 64, 50)
+    monkeypatch.setattr(limits, "available_memory", lambda device: int(1.5 * one))
+    check_search_budget(config, model, 64, 50, "cpu")  # one model fits
+    with pytest.raises(SearchTooLargeError, match="needs about"):
+        check_search_budget(config, [model, model], 64, 50, "cpu")  # two members keep two sets of caches

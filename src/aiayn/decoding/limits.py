@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -80,15 +81,22 @@ def search_bytes(config: DecodeConfig, model_config: ModelConfig, sentences: int
 
 
 def check_search_budget(
-    config: DecodeConfig, model_config: ModelConfig, sentences: int, source_len: int, device: torch.device
+    config: DecodeConfig,
+    model_config: ModelConfig | Sequence[ModelConfig],
+    sentences: int,
+    source_len: int,
+    device: torch.device,
 ) -> None:
     """Refuse (`SearchTooLargeError`, naming the options) a beam wider than the target vocabulary, or a search
-    whose estimated memory exceeds what the device has."""
-    if not config.greedy and config.beam > model_config.tgt_vocab_size:
+    whose estimated memory exceeds what the device has; an ensemble passes its members' configs (each keeps its
+    own caches)."""
+    configs = [model_config] if isinstance(model_config, ModelConfig) else list(model_config)
+    if not config.greedy and config.beam > configs[0].tgt_vocab_size:
         raise SearchTooLargeError(
-            f"--beam {config.beam} exceeds the target vocabulary of {model_config.tgt_vocab_size} tokens"
+            f"--beam {config.beam} exceeds the target vocabulary of {configs[0].tgt_vocab_size} tokens"
         )
-    needed, have = search_bytes(config, model_config, sentences, source_len), available_memory(device)
+    needed = sum(search_bytes(config, c, sentences, source_len) for c in configs)
+    have = available_memory(device)
     if needed > have:
         raise SearchTooLargeError(
             f"the search needs about {needed / 2**30:.1f} GiB for {sentences} sentence(s) (--beam {config.beam}, "
