@@ -75,6 +75,14 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
     return scores
 
 
+def assert_rows_quote(part: str, scores: dict[tuple[str, str], float], section: str) -> None:
+    """Each scored model has a table row in `part` (one section of RESULTS.md) that quotes its BLEU."""
+    for (model, kind), bleu in scores.items():
+        row = re.search(rf"\| \*?\*?`{model}`[^\n]*", part)
+        assert row, f"RESULTS.md has no row for {model} in {section!r}"
+        assert f"{bleu:.2f}" in row.group(0), f"RESULTS.md's {model} row does not quote {kind} BLEU {bleu:.2f}"
+
+
 @pytest.mark.parametrize(
     "name, section, config",
     [
@@ -137,10 +145,7 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
     assert section in text, f"RESULTS.md has no section {section!r}"
     level = section.split(" ", 1)[0]  # "##" or "###": the part runs to the next heading of that level or above
     part = re.split(rf"\n#{{2,{len(level)}}} ", text.split(section, 1)[1], maxsplit=1)[0]  # this run's own part
-    for (model, kind), bleu in scores.items():
-        row = re.search(rf"\| \*?\*?`{model}`[^\n]*", part)
-        assert row, f"RESULTS.md has no row for {model} in {section!r}"
-        assert f"{bleu:.2f}" in row.group(0), f"RESULTS.md's {model} row does not quote {kind} BLEU {bleu:.2f}"
+    assert_rows_quote(part, scores, section)
     metrics = records(f"{name}.metrics.jsonl")
     end = next(r for r in metrics if r["kind"] == "end")
     assert f"{end['step']:,} updates" in part
@@ -163,9 +168,7 @@ def test_ensemble_pair_quoted_is_its_results_and_metrics(section: str, results: 
     part = re.split(r"\n#{2,3} ", text.split(section, 1)[1], maxsplit=1)[0]
     scores = results_file_scores(path)
     assert {model for model, _ in scores} == {"member1-power1", "member2-power1", "ensemble-power1", "ensemble"}
-    for (model, kind), bleu in scores.items():
-        row = re.search(rf"\| \*?\*?`{model}`[^\n]*", part)
-        assert row and f"{bleu:.2f}" in row.group(0), f"RESULTS.md's {model} row does not quote {kind} BLEU {bleu:.2f}"
+    assert_rows_quote(part, scores, section)
     for seed in seeds:
         end = next(r for r in records(f"multi30k-wu-tok-b2k-1t-s{seed}.metrics.jsonl") if r["kind"] == "end")
         assert f"{end['step']:,} updates" in part
