@@ -20,6 +20,7 @@ from pathlib import Path
 
 from aiayn.cli.translate import (
     add_decode_arguments,
+    add_model_argument,
     check_device,
     check_model_dir,
     decode_overrides,
@@ -31,14 +32,7 @@ HELP = "translate --src and score it against --ref: sacrebleu BLEU and chrF with
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model",
-        required=True,
-        type=Path,
-        nargs="+",
-        metavar="DIR",
-        help="model directory (config, weights, tokenizer); several decode as an ensemble (their mean probability)",
-    )
+    add_model_argument(parser)
     parser.add_argument("--src", required=True, type=Path, help="source text, one sentence per line")
     parser.add_argument("--ref", required=True, type=Path, help="reference translations, line by line")
     parser.add_argument("--hyp-out", type=Path, help="also write the hypotheses here (atomically)")

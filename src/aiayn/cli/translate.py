@@ -100,8 +100,8 @@ def decode_overrides(args: argparse.Namespace, nbest: int = 1) -> dict[str, obje
     )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = __doc__.split("\n\n")[0]
+def add_model_argument(parser: argparse.ArgumentParser) -> None:
+    """`--model DIR [DIR ...]`, shared by `translate` and `evaluate`: several directories are an ensemble."""
     parser.add_argument(
         "--model",
         required=True,
@@ -110,6 +110,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="model directory (config, weights, tokenizer); several decode as an ensemble (their mean probability)",
     )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n\n")[0]
+    add_model_argument(parser)
     parser.add_argument("--input", type=Path, help="input text, one sentence per line (default: stdin)")
     parser.add_argument("--output", type=Path, help="write here, atomically (default: stdout)")
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses per line, as 'I ||| HYP ||| SCORE' lines")
