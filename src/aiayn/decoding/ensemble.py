@@ -50,9 +50,6 @@ class Ensemble(nn.Module):
         if learned:
             self.config = replace(first, positional="learned", max_positions=min(learned))
 
-    def __len__(self) -> int:
-        return len(self.members)
-
 
 @dataclass
 class EnsembleMemory:

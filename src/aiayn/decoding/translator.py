@@ -111,6 +111,8 @@ class Translator:
                                      f"says {mine}; they do not belong together")  # fmt: skip
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
+        members = model.members if isinstance(model, Ensemble) else [model]
+        self.member_configs = [m.config for m in members]  # the search's memory counts each member's caches
         self.tokenizer = tokenizer  # reads the source
         self.target_tokenizer = target_tokenizer  # writes the output
         self.config = config or DecodeConfig()
@@ -194,17 +196,12 @@ class Translator:
         with tqdm(total=sum(map(len, batches)), disable=not progress, unit="sent", desc="translate") as bar:
             for batch in batches:
                 longest = max(len(ids[i]) for i in batch) + 1  # sorted longest first; EOS included
-                check_search_budget(config, self._member_configs(), len(batch), longest, self.device)
+                check_search_budget(config, self.member_configs, len(batch), longest, self.device)
                 nbest = generate(self.model, self._source_tensor([ids[i] for i in batch]), config)
                 for i, hypotheses in zip(batch, nbest):
                     self._fill(results[i], hypotheses)
                 bar.update(len(batch))
         return results
-
-    def _member_configs(self) -> list:
-        """The config of each model the search runs: the model's, or every ensemble member's."""
-        models = self.model.members if isinstance(self.model, Ensemble) else [self.model]
-        return [m.config for m in models]
 
     def _source_tensor(self, batch: list[list[int]]) -> Tensor:
         """ids + [EOS], right-padded with PAD: [B,S] on the translator's device."""
