@@ -155,7 +155,9 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
 @pytest.mark.parametrize(
     "section, results, seeds",
     [("### The first pair (seeds 1 and 2", "multi30k-wu-tok-b2k-1t", (1, 2)),
-     ("### The second pair (seeds 3 and 4", "multi30k-wu-tok-b2k-1t-pair2", (3, 4))],
+     ("### The second pair (seeds 3 and 4", "multi30k-wu-tok-b2k-1t-pair2", (3, 4)),
+     ("### The third pair (seeds 5 and 6", "multi30k-wu-tok-b2k-1t-pair3", (5, 6)),
+     ("### The fourth pair (seeds 7 and 8", "multi30k-wu-tok-b2k-1t-pair4", (7, 8))],
 )  # fmt: skip
 def test_ensemble_pair_quoted_is_its_results_and_metrics(section: str, results: str, seeds: tuple[int, int]) -> None:
     """The side-by-side pairs of scripts/multi30k_ensemble_hour.sh: each scored row, each member's updates, the
@@ -173,6 +175,30 @@ def test_ensemble_pair_quoted_is_its_results_and_metrics(section: str, results: 
         end = next(r for r in records(f"multi30k-wu-tok-b2k-1t-s{seed}.metrics.jsonl") if r["kind"] == "end")
         assert f"{end['step']:,} updates" in part
     assert f"{parameters('multi30k-wu-tok-b2k.yaml'):,} parameters" in part
+
+
+ENSEMBLE_PAIRS = ["multi30k-wu-tok-b2k-1t"] + [f"multi30k-wu-tok-b2k-1t-pair{i}" for i in (2, 3, 4)]
+
+
+@pytest.mark.parametrize("section, pairs", [("### The two pairs against the target", 2),
+                                            ("### The four pairs against the target", 4)])  # fmt: skip
+def test_ensemble_pairs_mean_is_the_results_files(section: str, pairs: int) -> None:
+    """The summary table of the side-by-side pairs: each pair's fixed row (ensemble-power1, lowercased tokenized)
+    is its results file's, and the mean quoted is their mean."""
+    paths = [DOCS / f"{name}.results.txt" for name in ENSEMBLE_PAIRS[:pairs]]
+    if not all(path.exists() for path in paths):
+        pytest.skip(f"not all of the first {pairs} pairs' results are committed yet")
+    text = (DOCS / "RESULTS.md").read_text()
+    assert section in text, f"RESULTS.md has no section {section!r}"
+    part = re.split(r"\n#{2,3} ", text.split(section, 1)[1], maxsplit=1)[0]
+    fixed = [results_file_scores(path)[("ensemble-power1", "lc-tok")] for path in paths]
+    rows = re.findall(r"^\| seeds (\d+) and (\d+) \|([^\n]*)$", part, flags=re.M)
+    assert [int(a) for a, _, _ in rows] == list(range(1, 2 * pairs, 2)), f"{section!r} lists other pairs"
+    for (_, _, cells), bleu in zip(rows, fixed, strict=True):
+        assert f"| {bleu:.2f} |" in cells, f"{section!r}: a pair's row does not quote its fixed BLEU {bleu:.2f}"
+    mean = re.search(r"^\| mean \|[^\n]*$", part, flags=re.M)
+    assert mean, f"{section!r} has no mean row"
+    assert f"**{sum(fixed) / pairs:.2f}**" in mean.group(0)
 
 
 @pytest.mark.parametrize(
