@@ -75,6 +75,14 @@ def results_file_scores(path: Path) -> dict[tuple[str, str], float]:
     return scores
 
 
+def results_section(section: str) -> str:
+    """The part of RESULTS.md under the heading `section`, up to the next heading of its level or above."""
+    text = (DOCS / "RESULTS.md").read_text()
+    assert section in text, f"RESULTS.md has no section {section!r}"
+    level = section.split(" ", 1)[0]  # "##" or "###"
+    return re.split(rf"\n#{{2,{len(level)}}} ", text.split(section, 1)[1], maxsplit=1)[0]
+
+
 def assert_rows_quote(part: str, scores: dict[tuple[str, str], float], section: str) -> None:
     """Each scored model has a table row in `part` (one section of RESULTS.md) that quotes its BLEU."""
     for (model, kind), bleu in scores.items():
@@ -141,10 +149,7 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
         pytest.skip(f"the {name} recipe has not been run and committed yet")
     scores = results_file_scores(results)
     assert scores, f"docs/{name}.results.txt holds no BLEU lines"
-    text = (DOCS / "RESULTS.md").read_text()
-    assert section in text, f"RESULTS.md has no section {section!r}"
-    level = section.split(" ", 1)[0]  # "##" or "###": the part runs to the next heading of that level or above
-    part = re.split(rf"\n#{{2,{len(level)}}} ", text.split(section, 1)[1], maxsplit=1)[0]  # this run's own part
+    part = results_section(section)  # this run's own part
     assert_rows_quote(part, scores, section)
     metrics = records(f"{name}.metrics.jsonl")
     end = next(r for r in metrics if r["kind"] == "end")
@@ -152,12 +157,13 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
     assert f"{parameters(config + '.yaml'):,} parameters" in part
 
 
+ENSEMBLE_PAIRS = ["multi30k-wu-tok-b2k-1t"] + [f"multi30k-wu-tok-b2k-1t-pair{i}" for i in (2, 3, 4)]
+
+
 @pytest.mark.parametrize(
     "section, results, seeds",
-    [("### The first pair (seeds 1 and 2", "multi30k-wu-tok-b2k-1t", (1, 2)),
-     ("### The second pair (seeds 3 and 4", "multi30k-wu-tok-b2k-1t-pair2", (3, 4)),
-     ("### The third pair (seeds 5 and 6", "multi30k-wu-tok-b2k-1t-pair3", (5, 6)),
-     ("### The fourth pair (seeds 7 and 8", "multi30k-wu-tok-b2k-1t-pair4", (7, 8))],
+    [(f"### The {nth} pair (seeds {2 * i + 1} and {2 * i + 2}", name, (2 * i + 1, 2 * i + 2))
+     for i, (nth, name) in enumerate(zip(("first", "second", "third", "fourth"), ENSEMBLE_PAIRS, strict=True))],
 )  # fmt: skip
 def test_ensemble_pair_quoted_is_its_results_and_metrics(section: str, results: str, seeds: tuple[int, int]) -> None:
     """The side-by-side pairs of scripts/multi30k_ensemble_hour.sh: each scored row, each member's updates, the
@@ -165,9 +171,7 @@ def test_ensemble_pair_quoted_is_its_results_and_metrics(section: str, results: 
     path = DOCS / f"{results}.results.txt"
     if not path.exists():
         pytest.skip(f"docs/{results}.results.txt is not committed yet")
-    text = (DOCS / "RESULTS.md").read_text()
-    assert section in text, f"RESULTS.md has no section {section!r}"
-    part = re.split(r"\n#{2,3} ", text.split(section, 1)[1], maxsplit=1)[0]
+    part = results_section(section)
     scores = results_file_scores(path)
     assert {model for model, _ in scores} == {"member1-power1", "member2-power1", "ensemble-power1", "ensemble"}
     assert_rows_quote(part, scores, section)
@@ -175,9 +179,6 @@ def test_ensemble_pair_quoted_is_its_results_and_metrics(section: str, results: 
         end = next(r for r in records(f"multi30k-wu-tok-b2k-1t-s{seed}.metrics.jsonl") if r["kind"] == "end")
         assert f"{end['step']:,} updates" in part
     assert f"{parameters('multi30k-wu-tok-b2k.yaml'):,} parameters" in part
-
-
-ENSEMBLE_PAIRS = ["multi30k-wu-tok-b2k-1t"] + [f"multi30k-wu-tok-b2k-1t-pair{i}" for i in (2, 3, 4)]
 
 
 @pytest.mark.parametrize("section, pairs", [("### The two pairs against the target", 2),
@@ -188,9 +189,7 @@ def test_ensemble_pairs_mean_is_the_results_files(section: str, pairs: int) -> N
     paths = [DOCS / f"{name}.results.txt" for name in ENSEMBLE_PAIRS[:pairs]]
     if not all(path.exists() for path in paths):
         pytest.skip(f"not all of the first {pairs} pairs' results are committed yet")
-    text = (DOCS / "RESULTS.md").read_text()
-    assert section in text, f"RESULTS.md has no section {section!r}"
-    part = re.split(r"\n#{2,3} ", text.split(section, 1)[1], maxsplit=1)[0]
+    part = results_section(section)
     fixed = [results_file_scores(path)[("ensemble-power1", "lc-tok")] for path in paths]
     rows = re.findall(r"^\| seeds (\d+) and (\d+) \|([^\n]*)$", part, flags=re.M)
     assert [int(a) for a, _, _ in rows] == list(range(1, 2 * pairs, 2)), f"{section!r} lists other pairs"
