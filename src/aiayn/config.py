@@ -169,6 +169,9 @@ class DecodeConfig:
     beam: int = 4
     lenpen: float = 0.6
     lenpen_form: Literal["gnmt", "power"] = "gnmt"  # ((5+|Y|)/6)^alpha (Wu et al.) or |Y|^alpha (fairseq)
+    # how an ensemble's members are combined at each step (aiayn.decoding.ensemble): the mean of their
+    # probabilities (fairseq), or of their log-probabilities, renormalised (a product of experts)
+    ensemble_mean: Literal["arithmetic", "geometric"] = "arithmetic"
     max_len_a: float = 1.0
     max_len_b: int = 50
     min_len: int = 0  # EOS is forbidden before this many output tokens (benchmarks force lengths with it)

@@ -1,8 +1,9 @@
 """Ensemble decoding (`aiayn.decoding.ensemble`): every search over the members' mean next-token probability.
 
 The reference is independent of the incremental decoder: each member's teacher-forced log-probabilities from full
-forward passes (`Transformer.log_probs`), mixed as log((P_1 + P_2) / 2), then the brute-force and textbook beam
-searches of test_exhaustive.py over that mixture.
+forward passes (`Transformer.log_probs`), mixed as log((P_1 + P_2) / 2) (or, for the geometric mean, as
+log_softmax((log P_1 + log P_2) / 2)), then the brute-force and textbook beam searches of test_exhaustive.py over
+that mixture.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 import torch
 
 from aiayn.cli import main
-from aiayn.config import DecodeConfig
+from aiayn.config import ConfigError, DecodeConfig
 from aiayn.data import TOKENIZER_FILENAME, Tokenizer
 from aiayn.decoding import Translator, generate
 from aiayn.decoding.ensemble import Ensemble
@@ -25,13 +26,18 @@ from tests.decoding.test_exhaustive import CONTENT, VOCAB, exhaustive, reference
 
 
 class Mixture:
-    """log((1/M) sum_m P_m(y_t | y_<t, x)) by teacher forcing, for the reference searches."""
+    """log((1/M) sum_m P_m(y_t | y_<t, x)) by teacher forcing, for the reference searches; with `geometric`,
+    the normalised exp((1/M) sum_m log P_m(y_t | y_<t, x)) instead."""
 
-    def __init__(self, models) -> None:
+    def __init__(self, models, geometric: bool = False) -> None:
         self.models = models
+        self.geometric = geometric
 
     def log_probs(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         stacked = torch.stack([m.log_probs(src, tgt_in) for m in self.models])
+        if self.geometric:
+            mean = stacked.mean(dim=0)
+            return mean - torch.logsumexp(mean, dim=-1, keepdim=True)
         return torch.logsumexp(stacked, dim=0) - math.log(len(self.models))
 
 
@@ -62,6 +68,35 @@ def test_wide_beam_equals_exhaustive_search_over_the_mixture(members, src, alpha
     # the mixture is not either member: some sentence's best output differs from a member's
     alone = [generate(m, src, config) for m in members]
     assert any([h.tokens for h in results[r]] != [h.tokens for h in a[r]] for a in alone for r in range(len(src)))
+
+
+def test_the_geometric_mean_equals_exhaustive_search_over_the_product_of_experts(members, src):
+    L, n = 4, 3
+    config = DecodeConfig(beam=(len(CONTENT) + 1) ** L, nbest=n, lenpen=1.0, lenpen_form="power", max_len_a=0.0,
+                          max_len_b=L, ensemble_mean="geometric")  # fmt: skip
+    results = generate(Ensemble(members), src, config)
+    for row, hyps in enumerate(results):
+        expected = exhaustive(Mixture(members, geometric=True), src[row], L, 0, 1.0, "power", n)
+        assert [h.tokens for h in hyps] == [y for _, y in expected]
+        assert [h.score for h in hyps] == pytest.approx([s for s, _ in expected], abs=1e-4)
+    # the two means are different searches: the scores differ, and some n-best list too
+    arithmetic = generate(Ensemble(members), src, replace(config, ensemble_mean="arithmetic"))
+    assert [h.score for hyps in results for h in hyps] != pytest.approx(
+        [h.score for hyps in arithmetic for h in hyps], abs=1e-3
+    )
+
+
+def test_the_geometric_mean_of_a_model_with_itself_is_the_model(members, src):
+    config = DecodeConfig(beam=4, nbest=2, max_len_a=0.0, max_len_b=6, ensemble_mean="geometric")
+    alone, twice = generate(members[1], src, config), generate(Ensemble([members[1], members[1]]), src, config)
+    assert [[h.tokens for h in hyps] for hyps in twice] == [[h.tokens for h in hyps] for hyps in alone]
+    flat = [h.score for hyps in twice for h in hyps]
+    assert flat == pytest.approx([h.score for hyps in alone for h in hyps], abs=1e-5)
+
+
+def test_an_unknown_ensemble_mean_is_refused_naming_the_field():
+    with pytest.raises(ConfigError, match="ensemble_mean"):
+        DecodeConfig(ensemble_mean="harmonic")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("k", [1, 3])
@@ -145,6 +180,10 @@ def test_cli_translates_with_an_ensemble_of_model_directories(model_dir, second_
     assert translate(model_dir, second_model_dir) == expected
     assert translate(model_dir, model_dir) == translate(model_dir)  # a model with itself is the model
     assert expected != translate(model_dir) or expected != translate(second_model_dir)
+    flags += ["--ensemble-mean", "geometric"]
+    pair = [model_dir, second_model_dir]
+    geometric = Translator.from_pretrained(pair, beam=3, max_len_b=8, ensemble_mean="geometric")
+    assert translate(model_dir, second_model_dir) == geometric.translate(sentences)
 
 
 def test_cli_refuses_members_with_another_tokenizer(model_dir, tmp_path, capsys):

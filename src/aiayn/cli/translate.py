@@ -4,7 +4,8 @@
                     [--lenpen-form gnmt|power] [--nbest N] [--max-len-a 1] [--max-len-b 50]
 
 Several --model directories decode as an ensemble: at each step the mean of their next-token probabilities
-(fairseq's ensemble); their tokenizers must be the same.
+(fairseq's ensemble), or with --ensemble-mean geometric their renormalised geometric mean; their tokenizers must
+be the same.
 
 Reads --input (or stdin, to its end), writes --output (atomically) or stdout. An empty line gives an empty
 line. A line with more subword tokens than the model accepts is truncated with a warning naming its line
@@ -45,6 +46,12 @@ def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULTS.lenpen_form,
         help="gnmt: ((5+|Y|)/6)^alpha (Wu et al., the paper's); power: |Y|^alpha (fairseq/HF)",
     )
+    group.add_argument(
+        "--ensemble-mean",
+        choices=("arithmetic", "geometric"),
+        default=DEFAULTS.ensemble_mean,
+        help="several --model: the mean of their probabilities (fairseq's) or their renormalised geometric mean",
+    )
     group.add_argument("--max-len-a", type=float, default=DEFAULTS.max_len_a, help="max length a*|x|+b: a")
     group.add_argument("--max-len-b", type=int, default=DEFAULTS.max_len_b, help="max length a*|x|+b: b")
     group.add_argument("--min-len", type=int, default=DEFAULTS.min_len, help="minimum output tokens")
@@ -84,6 +91,7 @@ def decode_overrides(args: argparse.Namespace, nbest: int = 1) -> dict[str, obje
         greedy=args.greedy,
         lenpen=args.lenpen,
         lenpen_form=args.lenpen_form,
+        ensemble_mean=args.ensemble_mean,
         max_len_a=args.max_len_a,
         max_len_b=args.max_len_b,
         min_len=args.min_len,

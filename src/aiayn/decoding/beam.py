@@ -44,7 +44,7 @@ def beam_search(model: Transformer | Ensemble, src: Tensor, config: DecodeConfig
     batch = src.size(0)
     max_len = output_length_limits(memory.mask, config, c)  # [b] of the sentences still searched
     steps = int(max_len.max()) + 1  # the last step can only predict EOS
-    state = start_decoder(model, memory, steps + 1, config.use_cache, config.need_attention)
+    state = start_decoder(model, memory, steps + 1, config.use_cache, config.need_attention, config.ensemble_mean)
     source_lengths = memory.mask.sum(dim=1).tolist()
 
     sentence = torch.arange(batch, device=device)  # [b] input index of each sentence still searched

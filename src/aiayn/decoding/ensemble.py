@@ -1,11 +1,17 @@
 """Several models decoded as one (an ensemble; not in the paper, whose Table 2 compares against ensembles).
 
 At every step each member reads the same source and prefix with its own encoder output and KV cache, and the
-ensemble's next-token distribution is the mean of the members' probabilities,
+ensemble's next-token distribution is the mean of the members' probabilities (`DecodeConfig.ensemble_mean`
+"arithmetic", the default),
 
     log P(y | prefix, x) = log( (1/M) * sum_m P_m(y | prefix, x) )        (logsumexp over m, minus log M)
 
-as fairseq's `EnsembleModel` combines them. Every search of `aiayn.decoding` takes an `Ensemble` where it takes a
+as fairseq's `EnsembleModel` combines them, or their renormalised geometric mean ("geometric"), a product of
+experts as Marian and OpenNMT-py combine members (the mean of the log-probabilities), here normalised again,
+
+    log P(y | prefix, x) = log_softmax_y( (1/M) * sum_m log P_m(y | prefix, x) ).
+
+Every search of `aiayn.decoding` takes an `Ensemble` where it takes a
 `Transformer`: it sees one model whose step returns these log-probabilities (already normalised, so the search's
 own log-softmax leaves them as they are), and the cross-attention weights averaged over the members.
 """
@@ -69,18 +75,23 @@ class EnsembleMemory:
 class EnsembleDecoderState:
     """The decoder-state protocol of `aiayn.decoding.state` over one state per member."""
 
-    def __init__(self, states: Sequence) -> None:
+    def __init__(self, states: Sequence, mean: str = "arithmetic") -> None:
+        if mean not in ("arithmetic", "geometric"):
+            raise ValueError(f"an ensemble's mean is 'arithmetic' or 'geometric', not {mean!r}")
         self.states = list(states)
+        self.mean = mean
         self.log_m = math.log(len(self.states))
 
     def step(self, tokens: Tensor) -> tuple[Tensor, Tensor | None]:
-        """-> (log of the members' mean next-token probability [R,V], mean cross-attention [R,S] or None)."""
+        """-> (the ensemble's next-token log-probabilities [R,V], the members' mean cross-attention [R,S] or None)."""
         outputs = [state.step(tokens) for state in self.states]
         if len(outputs) == 1:  # one member: its own logits, so the search is the model's own to the bit
             return outputs[0]
         lprobs = torch.stack([torch.log_softmax(logits.float(), dim=-1) for logits, _ in outputs])  # [M,R,V]
         weights = [w for _, w in outputs if w is not None]
         mean_weights = torch.stack([w.float() for w in weights]).mean(dim=0) if weights else None
+        if self.mean == "geometric":
+            return torch.log_softmax(lprobs.mean(dim=0), dim=-1), mean_weights
         return torch.logsumexp(lprobs, dim=0) - self.log_m, mean_weights
 
     def reorder(self, rows: Tensor, source_changed: bool) -> None:

@@ -41,7 +41,7 @@ def decode_rows(
     batch = src.size(0)
     max_len = output_length_limits(memory.mask, config, c).repeat_interleave(copies)  # [R]
     steps = int(max_len.max()) + 1  # the last step can only predict EOS
-    state = start_decoder(model, memory, steps + 1, config.use_cache, config.need_attention)
+    state = start_decoder(model, memory, steps + 1, config.use_cache, config.need_attention, config.ensemble_mean)
     source_lengths = memory.mask.sum(dim=1).tolist()
     rows = batch * copies
     sentence = torch.arange(batch, device=src.device).repeat_interleave(copies)  # [R] input sentence of each row

@@ -106,13 +106,15 @@ def start_decoder(
     capacity: int,
     use_cache: bool,
     need_weights: bool,
+    ensemble_mean: str = "arithmetic",
 ) -> DecoderState:
     """A decoder state with one row per sentence of `memory` (searches `expand` it after their first step); for an
-    ensemble, one state per member behind the same protocol."""
+    ensemble, one state per member behind the same protocol, combined by `ensemble_mean`."""
     if isinstance(model, Ensemble):
         assert isinstance(memory, EnsembleMemory)
         return EnsembleDecoderState(
-            [start_decoder(m, out, capacity, use_cache, need_weights) for m, out in zip(model.members, memory.outputs)]
+            [start_decoder(m, out, capacity, use_cache, need_weights) for m, out in zip(model.members, memory.outputs)],
+            ensemble_mean,
         )
     assert isinstance(memory, EncoderOutput)
     if use_cache:
