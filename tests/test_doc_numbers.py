@@ -157,13 +157,17 @@ def test_recipe_bleu_quoted_is_the_results_file(name: str, section: str, config:
     assert f"{parameters(config + '.yaml'):,} parameters" in part
 
 
-ENSEMBLE_PAIRS = ["multi30k-wu-tok-b2k-1t"] + [f"multi30k-wu-tok-b2k-1t-pair{i}" for i in (2, 3, 4)]
+ENSEMBLE_PAIRS = ["multi30k-wu-tok-b2k-1t"] + [f"multi30k-wu-tok-b2k-1t-pair{i}" for i in (2, 3, 4, 5)]
+# the first four pairs decoded again with --ensemble-mean geometric (the fifth pair's results file has that row)
+GEOMETRIC_REDECODES = [f"multi30k-wu-tok-b2k-1t-geometric-pair{i}" for i in (1, 2, 3, 4)]
+ENSEMBLE_ROWS = {"member1-power1", "member2-power1", "ensemble-power1", "ensemble"}
 
 
 @pytest.mark.parametrize(
     "section, results, seeds",
     [(f"### The {nth} pair (seeds {2 * i + 1} and {2 * i + 2}", name, (2 * i + 1, 2 * i + 2))
-     for i, (nth, name) in enumerate(zip(("first", "second", "third", "fourth"), ENSEMBLE_PAIRS, strict=True))],
+     for i, (nth, name) in enumerate(zip(("first", "second", "third", "fourth", "fifth"), ENSEMBLE_PAIRS,
+                                         strict=True))],
 )  # fmt: skip
 def test_ensemble_pair_quoted_is_its_results_and_metrics(section: str, results: str, seeds: tuple[int, int]) -> None:
     """The side-by-side pairs of scripts/multi30k_ensemble_hour.sh: each scored row, each member's updates, the
@@ -173,7 +177,7 @@ def test_ensemble_pair_quoted_is_its_results_and_metrics(section: str, results: 
         pytest.skip(f"docs/{results}.results.txt is not committed yet")
     part = results_section(section)
     scores = results_file_scores(path)
-    assert {model for model, _ in scores} == {"member1-power1", "member2-power1", "ensemble-power1", "ensemble"}
+    assert {model for model, _ in scores} - {"ensemble-geometric-power1"} == ENSEMBLE_ROWS
     assert_rows_quote(part, scores, section)
     for seed in seeds:
         end = next(r for r in records(f"multi30k-wu-tok-b2k-1t-s{seed}.metrics.jsonl") if r["kind"] == "end")
@@ -198,6 +202,49 @@ def test_ensemble_pairs_mean_is_the_results_files(section: str, pairs: int) -> N
     mean = re.search(r"^\| mean \|[^\n]*$", part, flags=re.M)
     assert mean, f"{section!r} has no mean row"
     assert f"**{sum(fixed) / pairs:.2f}**" in mean.group(0)
+
+
+def test_ensemble_means_on_val_are_the_committed_output() -> None:
+    """The val table that chose the geometric mean quotes docs/multi30k-wu-tok-b2k-1t-val-ensemble-means.txt (the
+    output of `aiayn evaluate`): each pair's two BLEU scores, their difference, and the means."""
+    text = (DOCS / "multi30k-wu-tok-b2k-1t-val-ensemble-means.txt").read_text()
+    found = re.findall(r"^== val, \S+-s(\d+)/averaged \S+-s(\d+)/averaged,[^\n]*--ensemble-mean (\w+)\nBLEU = ([\d.]+)",
+                       text, flags=re.M)  # fmt: skip
+    bleu = {(int(a), mean): float(score) for a, _, mean, score in found}
+    assert sorted(bleu) == [(i, m) for i in (1, 3, 5, 7) for m in ("arithmetic", "geometric")]
+    part = results_section("## The members' geometric mean, chosen on val")
+    for first in (1, 3, 5, 7):
+        row = re.search(rf"^\| seeds {first} and {first + 1} \|([^\n]*)$", part, flags=re.M)
+        assert row, f"the val table has no row for seeds {first} and {first + 1}"
+        a, g = bleu[(first, "arithmetic")], bleu[(first, "geometric")]
+        assert row.group(1).split("|")[:3] == [f" {a:.2f} ", f" {g:.2f} ", f" {g - a:+.2f} "]
+    mean = re.search(r"^\| mean \|([^\n]*)$", part, flags=re.M)
+    assert mean
+    a = sum(bleu[(i, "arithmetic")] for i in (1, 3, 5, 7)) / 4
+    g = sum(bleu[(i, "geometric")] for i in (1, 3, 5, 7)) / 4
+    assert mean.group(1).split("|")[:3] == [f" {a:.2f} ", f" {g:.2f} ", f" {g - a:+.2f} "]
+
+
+def test_ensemble_five_pairs_geometric_mean_is_the_results_files() -> None:
+    """The five pairs' summary: each pair's geometric row (the first four re-decoded, the fifth in its own results
+    file) and its arithmetic row come from the results files, and the means quoted are theirs."""
+    geometric_paths = [DOCS / f"{name}.results.txt" for name in [*GEOMETRIC_REDECODES, ENSEMBLE_PAIRS[4]]]
+    arithmetic_paths = [DOCS / f"{name}.results.txt" for name in ENSEMBLE_PAIRS]
+    if not all(path.exists() for path in geometric_paths + arithmetic_paths):
+        pytest.skip("not all five pairs' geometric results are committed yet")
+    for path in geometric_paths[:4]:
+        assert {model for model, _ in results_file_scores(path)} == {"ensemble-geometric-power1"}
+    geometric = [results_file_scores(path)[("ensemble-geometric-power1", "lc-tok")] for path in geometric_paths]
+    arithmetic = [results_file_scores(path)[("ensemble-power1", "lc-tok")] for path in arithmetic_paths]
+    part = results_section("### The five pairs against the target")
+    rows = re.findall(r"^\| seeds (\d+) and (\d+) \|([^\n]*)$", part, flags=re.M)
+    assert [int(a) for a, _, _ in rows] == [1, 3, 5, 7, 9]
+    for (_, _, cells), a, g in zip(rows, arithmetic, geometric, strict=True):
+        assert cells.split("|")[1:4] == [f" {a:.2f} ", f" {g:.2f} ", f" {g - a:+.2f} "], cells
+    mean = re.search(r"^\| mean \|([^\n]*)$", part, flags=re.M)
+    assert mean, "the five pairs' table has no mean row"
+    a, g = sum(arithmetic) / 5, sum(geometric) / 5
+    assert mean.group(1).split("|")[1:4] == [f" {a:.2f} ", f" **{g:.2f}** ", f" {g - a:+.2f} "]
 
 
 @pytest.mark.parametrize(
