@@ -27,6 +27,7 @@ from aiayn.cpu import keep_freed_memory
 from aiayn.data import Tokenizer
 from aiayn.data.vocab_tokenizer import load_model_tokenizers
 from aiayn.decoding.ensemble import Ensemble
+from aiayn.decoding.forced import sequence_log_probs
 from aiayn.decoding.limits import check_search_budget
 from aiayn.decoding.search import generate
 from aiayn.kernels import Runtime, prepare_for_inference
@@ -36,11 +37,10 @@ from aiayn.model import Transformer
 class LongInputError(ValueError):
     """A sentence has more subword tokens than the model accepts; `index` is its 0-based position."""
 
-    def __init__(self, index: int, length: int, limit: int) -> None:
-        super().__init__(
-            f"sentence {index + 1} has {length} subword tokens, more than the limit of {limit} "
-            "(truncate it, or decode with on_long_line='truncate')"
-        )
+    def __init__(self, index: int, length: int, limit: int, side: str = "source") -> None:
+        advice = "(truncate it, or decode with on_long_line='truncate')" if side == "source" else "to score"
+        super().__init__(f"{side} sentence {index + 1} has {length} subword tokens, more than the limit of {limit} "
+                         f"{advice}")  # fmt: skip
         self.index, self.length, self.limit = index, length, limit
 
 
@@ -201,6 +201,33 @@ class Translator:
                 for i, hypotheses in zip(batch, nbest):
                     self._fill(results[i], hypotheses)
                 bar.update(len(batch))
+        return results
+
+    def score(
+        self, sources: Sequence[str], targets: Sequence[str], max_tokens: int | None = None
+    ) -> list[tuple[float, int]]:
+        """(log P(target | source), |Y|) of each pair, teacher forced (aiayn.decoding.forced), in input order;
+        |Y| counts the target's subwords and its EOS, so log P / |Y| is the beam's score with `--lenpen-form
+        power --lenpen 1`. A source longer than the model accepts is truncated as `translate` truncates it."""
+        if isinstance(self.model, Ensemble):
+            raise ValueError("scoring given outputs takes one model directory, not an ensemble")
+        if len(sources) != len(targets):
+            raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+        limit = self.source_limit()
+        src_ids = [ids[:limit] for ids in self.tokenizer.encode_batch(list(sources))] if sources else []
+        tgt_ids = self.target_tokenizer.encode_batch(list(targets)) if targets else []
+        if self.model.config.positional == "learned":
+            for i, ids in enumerate(tgt_ids):
+                if len(ids) + 1 > self.model.config.max_positions:
+                    raise LongInputError(i, len(ids), self.model.config.max_positions - 1, "output")
+        lengths = [max(len(s), len(t)) + 1 for s, t in zip(src_ids, tgt_ids)]  # every pair is non-empty
+        results: list[tuple[float, int]] = [(0.0, 0)] * len(sources)
+        for batch in make_batches(lengths, max_tokens or self.config.max_tokens):
+            log_probs = sequence_log_probs(
+                self.model, self._source_tensor([src_ids[i] for i in batch]), [tgt_ids[i] for i in batch]
+            )
+            for i, value in zip(batch, log_probs.tolist()):
+                results[i] = (value, len(tgt_ids[i]) + 1)
         return results
 
     def _source_tensor(self, batch: list[list[int]]) -> Tensor:
