@@ -15,6 +15,7 @@ import shutil
 import pytest
 import torch
 
+from aiayn.cli import main
 from aiayn.config import DecodeConfig
 from aiayn.data import TOKENIZER_FILENAME, Tokenizer
 from aiayn.decoding import LongInputError, Translator, generate
@@ -59,10 +60,14 @@ def _model_dir(model_dir, root, seed):
 
 
 @pytest.fixture(scope="module")
-def pair(model_dir, tmp_path_factory):
+def dirs(model_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("rerank")
-    first, second = _model_dir(model_dir, root / "first", 8), _model_dir(model_dir, root / "second", 9)
-    return Translator.from_pretrained(first), Translator.from_pretrained(second)
+    return _model_dir(model_dir, root / "first", 8), _model_dir(model_dir, root / "second", 9)
+
+
+@pytest.fixture(scope="module")
+def pair(dirs):
+    return Translator.from_pretrained(dirs[0]), Translator.from_pretrained(dirs[1])
 
 
 def _stepwise_log_prob(model, source_ids, target_ids):
@@ -159,3 +164,50 @@ def test_rerank_refuses_an_unknown_direction_or_pool(pair):
         rerank(*pair, ["a"], "l2r")
     with pytest.raises(ValueError, match="pool must be"):
         rerank(*pair, ["a"], "r2l", pool="all")
+
+
+def _lines(path):
+    """Lines split at "\\n" only (a random model writes control characters that str.splitlines splits at)."""
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def test_cli_translates_with_a_reranker(dirs, pair, tmp_path):
+    first, second = pair
+    sentences = multi30k_test_sentences(5)
+    source = tmp_path / "in.en"
+    source.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    out = tmp_path / "out.de"
+    flags = ["--input", str(source), "--output", str(out), "--beam", "3", "--quiet", "--threads", "1"]
+    argv = ["translate", "--model", str(dirs[0]), *flags, "--rerank-with", str(dirs[1])]
+    assert main([*argv, "--rerank-direction", "r2l", "--rerank-weight", "0.5"]) == 0
+    expected = rerank(first, second, sentences, "r2l", beam=3, weights=(1.0, 0.5))
+    assert _lines(out) == [candidates[0].text.replace("\n", " ") for candidates in expected]
+    assert main([*argv, "--rerank-direction", "channel", "--nbest", "2"]) == 0
+    expected = rerank(first, second, sentences, "channel", beam=3)
+    best2 = [(i, c.text.replace("\n", " "), c.score) for i, cs in enumerate(expected) for c in cs[:2]]
+    assert _lines(out) == [f"{i} ||| {text} ||| {score:.4f}" for i, text, score in best2]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--rerank-direction", "r2l"], "--rerank-direction needs --rerank-with"),
+        (["--rerank-with", "SECOND"], "--rerank-with needs --rerank-direction"),
+        (["--rerank-with", "SECOND", "--rerank-direction", "r2l", "--greedy"], "drop --greedy"),
+        (["--rerank-with", "MISSING", "--rerank-direction", "r2l"], "--rerank-with MISSING: no such directory"),
+        (["--model", "FIRST", "FIRST", "--rerank-with", "SECOND", "--rerank-direction", "r2l"], "not an ensemble"),
+    ],
+)
+def test_cli_refuses_mismatched_rerank_flags_in_one_line(dirs, tmp_path, capsys, extra, message):
+    source = tmp_path / "in.en"
+    source.write_text("A dog runs.\n", encoding="utf-8")
+    out = tmp_path / "out.de"
+    missing = tmp_path / "MISSING"
+    names = {"FIRST": str(dirs[0]), "SECOND": str(dirs[1]), "MISSING": str(missing)}
+    extra = [names.get(e, e) for e in extra]
+    message = message.replace("MISSING", str(missing))
+    argv = ["translate", "--model", str(dirs[0]), "--input", str(source), "--output", str(out), "--quiet"]
+    assert main([*argv, *extra]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not out.exists()

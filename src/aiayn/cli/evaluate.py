@@ -24,6 +24,7 @@ from aiayn.cli.translate import (
     check_device,
     check_model_dir,
     decode_overrides,
+    load_reranker,
     read_lines,
     translate_lines,
 )
@@ -77,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
             f"{src_name} has {len(sources)} lines but {ref_name} has {len(references)}; line i of --ref must "
             "translate line i of --src"
         )
+    reranker = load_reranker(args)
     translator = Translator.from_pretrained(args.model, device=args.device, **decode_overrides(args))
-    results = translate_lines(translator, sources, src_name, args.quiet, progress=not args.quiet)
+    results = translate_lines(translator, sources, src_name, args.quiet, not args.quiet, reranker)
     hypotheses = [result.text for result in results]
     if args.hyp_out is not None:
         atomic_write_bytes(args.hyp_out, "".join(h.replace("\n", " ") + "\n" for h in hypotheses).encode("utf-8"))

@@ -12,12 +12,17 @@ line. A line with more subword tokens than the model accepts is truncated with a
 number, or, with --on-long-line error, stops the run with an error naming it. Input must be UTF-8; a bad
 byte is reported with its line number.
 
+With --rerank-with DIR --rerank-direction r2l|channel, a second model rescores --model's n-best (a beam of --beam
+ranked by log P/|Y|): a model that writes the target right to left (its own n-best joins the candidates), or one
+of the opposite direction that scores the source given each candidate (the channel P(x|y)); each candidate's
+score is --model's log P/|Y| plus --rerank-weight times the second model's (aiayn.decoding.rerank).
+
 With --nbest N > 1 each input line gives N lines in fairseq's n-best style,
 
     I ||| HYPOTHESIS ||| SCORE
 
 where I is the 0-based input line index and SCORE the length-normalised log-probability (the beam's
-ranking score); an empty input line gives the single line "I |||  ||| 0.0000".
+ranking score; with --rerank-with the combined score); an empty input line gives the single line "I |||  ||| 0.0000".
 """
 
 from __future__ import annotations
@@ -69,6 +74,27 @@ def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("truncate", "error"),
         default=DEFAULTS.on_long_line,
         help="an over-long line is truncated with a warning, or is an error (default: truncate)",
+    )
+    rerank = parser.add_argument_group("reranking with a second model (aiayn.decoding.rerank)")
+    rerank.add_argument(
+        "--rerank-with",
+        type=Path,
+        metavar="DIR",
+        help="a second model that rescores --model's n-best (a beam of --beam, log P/|Y|); each candidate's score "
+        "is --model's log P/|Y| plus --rerank-weight times the second model's",
+    )
+    rerank.add_argument(
+        "--rerank-direction",
+        choices=("r2l", "channel"),
+        help="r2l: the second model writes the target in reverse word order (its n-best joins the candidates); "
+        "channel: it translates the other way and scores the source given each candidate, log P(x|y)/|x|",
+    )
+    rerank.add_argument("--rerank-weight", type=float, default=1.0, help="the second model's weight (default: 1)")
+    rerank.add_argument(
+        "--rerank-pool",
+        choices=("both", "first"),
+        default="both",
+        help="r2l: rerank both models' n-best (default) or --model's only",
     )
     group.add_argument("--sampling", action="store_true", help="sample --beam outputs per line instead of search")
     group.add_argument("--temperature", type=float, default=DEFAULTS.temperature)
@@ -186,20 +212,45 @@ def check_device(device: str) -> str:
     return device
 
 
-def check_model_dir(path: Path) -> None:
+def check_model_dir(path: Path, flag: str = "--model") -> None:
     """`--model` names a model directory; a file or a missing path is one clear error."""
     if not path.exists():
-        raise FileNotFoundError(f"--model {path}: no such directory")
+        raise FileNotFoundError(f"{flag} {path}: no such directory")
     if not path.is_dir():
-        raise NotADirectoryError(f"--model {path}: is a file; --model takes a model directory (config.json, ...)")
+        raise NotADirectoryError(f"{flag} {path}: is a file; {flag} takes a model directory (config.json, ...)")
 
 
-def translate_lines(translator, lines: list[str], name: str, quiet: bool, progress: bool, **overrides):
-    """Translations of `lines`; warnings and errors about over-long lines cite `name:line`."""
+def load_reranker(args: argparse.Namespace) -> dict[str, object] | None:
+    """The second model of `--rerank-with` and how it reranks, or None; mismatched flags are one clear error."""
+    if args.rerank_with is None:
+        if args.rerank_direction is not None:
+            raise ValueError("--rerank-direction needs --rerank-with DIR (the second model)")
+        return None
+    if args.rerank_direction is None:
+        raise ValueError("--rerank-with needs --rerank-direction r2l or channel (how the second model reads)")
+    if len(args.model) > 1:
+        raise ValueError("--rerank-with rescores one --model's n-best; pass one --model, not an ensemble")
+    if args.greedy or args.sampling:
+        raise ValueError("--rerank-with reranks a beam's n-best; drop --greedy / --sampling")
+    check_model_dir(args.rerank_with, "--rerank-with")
+    from aiayn.decoding import Translator
+
+    second = Translator.from_pretrained(args.rerank_with, device=args.device, precision=args.precision)
+    return dict(second=second, direction=args.rerank_direction, pool=args.rerank_pool, weight=args.rerank_weight)
+
+
+def translate_lines(
+    translator, lines: list[str], name: str, quiet: bool, progress: bool, reranker: dict | None = None, **overrides
+):
+    """Translations of `lines` (reranked by `reranker`, from `load_reranker`, when given); warnings and errors
+    about over-long lines cite `name:line`."""
     from aiayn.decoding import LongInputError
 
     try:
-        results = translator.translate_detailed(lines, progress=progress, **overrides)
+        if reranker is not None:
+            results = _reranked(translator, lines, reranker, progress)
+        else:
+            results = translator.translate_detailed(lines, progress=progress, **overrides)
     except LongInputError as error:
         raise ValueError(
             f"{name}:{error.index + 1}: the line has {error.length} subword tokens, more than the model's limit "
@@ -214,6 +265,18 @@ def translate_lines(translator, lines: list[str], name: str, quiet: bool, progre
                 file=sys.stderr,
             )
     return results
+
+
+def _reranked(translator, lines: list[str], reranker: dict, progress: bool):
+    """`aiayn.decoding.rerank` as Translation objects: the candidates best first with their combined scores."""
+    from aiayn.decoding import Translation
+    from aiayn.decoding.rerank import rerank
+
+    config = translator.config
+    ranked = rerank(translator, reranker["second"], lines, reranker["direction"], beam=config.beam,
+                    pool=reranker["pool"], weights=(1.0, reranker["weight"]), progress=progress)  # fmt: skip
+    kept = [candidates[: config.nbest] for candidates in ranked]
+    return [Translation(line, [c.text for c in cs], [c.score for c in cs]) for line, cs in zip(lines, kept)]
 
 
 def format_output(results, nbest: int) -> str:
@@ -242,11 +305,12 @@ def run(args: argparse.Namespace) -> int:
         check_model_dir(model_dir)
     lines, name = read_lines(args.input)
     overrides = decode_overrides(args, nbest=args.nbest)
+    reranker = load_reranker(args)
     translator = Translator.from_pretrained(args.model, device=args.device, **overrides)
     if args.verbose and translator.runtime is not None:
         print(f"aiayn translate: {translator.runtime.describe()}", file=sys.stderr)
     progress = args.input is not None and not args.quiet
-    results = translate_lines(translator, lines, name, args.quiet, progress)
+    results = translate_lines(translator, lines, name, args.quiet, progress, reranker)
     text = format_output(results, args.nbest)
     if args.output is not None:
         atomic_write_bytes(args.output, text.encode("utf-8"))
