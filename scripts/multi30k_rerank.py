@@ -41,6 +41,7 @@ def main() -> int:
     parser.add_argument("--channel", help="the German-English model directory (variant C)")
     parser.add_argument("--variants", nargs="+", default=["R", "R0", "C"], choices=sorted(VARIANTS))
     parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--weights", type=float, nargs="+", default=[1.0], help="second-model weights, a row each")
     parser.add_argument("--out", required=True, help="directory for the hypotheses")
     parser.add_argument("--raw", action="store_true", help="also score against the raw references (sacremoses)")
     parser.add_argument("--threads", type=int, default=2)
@@ -67,7 +68,8 @@ def main() -> int:
     if any(VARIANTS[v] == ("r2l", "both") for v in args.variants):
         r2l_nbest = nbest(second["r2l"], sources, args.beam)
     raw = _raw_scorer(args.split) if args.raw else None
-    table: dict[str, list[float]] = {"alone": [], **{v: [] for v in args.variants}}
+    names = [v if w == 1.0 else f"{v}@{w:g}" for v in args.variants for w in args.weights]
+    table: dict[str, list[float]] = {"alone": [], **{name: [] for name in names}}
     for index, member in enumerate(args.members, 1):
         started = time.perf_counter()
         first = Translator.from_pretrained(member, **load)
@@ -75,9 +77,11 @@ def main() -> int:
         rows = {"alone": [next(iter(f), "") for f in found]}
         for variant in args.variants:
             direction, pool = VARIANTS[variant]
-            ranked = rerank(first, second[direction], sources, direction, args.beam, pool,
-                            first_nbest=found, second_nbest=r2l_nbest)  # fmt: skip
-            rows[variant] = [candidates[0].text for candidates in ranked]
+            for weight in args.weights:
+                ranked = rerank(first, second[direction], sources, direction, args.beam, pool, (1.0, weight),
+                                first_nbest=found, second_nbest=r2l_nbest)  # fmt: skip
+                name = variant if weight == 1.0 else f"{variant}@{weight:g}"
+                rows[name] = [candidates[0].text for candidates in ranked]
         line = [f"member {index} {member}:"]
         for name, hyps in rows.items():
             path = out / f"member{index}.{name}.{args.split}.hyp.tok.de"

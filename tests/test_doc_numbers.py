@@ -247,6 +247,44 @@ def test_ensemble_five_pairs_geometric_mean_is_the_results_files() -> None:
     assert mean.group(1).split("|")[1:4] == [f" {a:.2f} ", f" **{g:.2f}** ", f" {g - a:+.2f} "]
 
 
+RERANK_ROW = (r"^member \d+ \S+-s(\d+)/averaged: \| alone ([\d.]+) \(BP [\d.]+\) \| R ([\d.]+) \(BP [\d.]+\) "
+              r"\| R0 ([\d.]+) \(BP [\d.]+\) \| C ([\d.]+)")
+
+
+def test_rerank_val_table_is_the_committed_output() -> None:
+    """The second-direction hour: its val table quotes docs/multi30k-wu-tok-b2k-1t-val-rerank.txt (the output of
+    scripts/multi30k_rerank.py), each member's four BLEU scores and their means; the five pairs' geometric val
+    scores it lost to come from the committed `aiayn evaluate` outputs; the two models' updates from their
+    metrics."""
+    found = re.findall(RERANK_ROW, (DOCS / "multi30k-wu-tok-b2k-1t-val-rerank.txt").read_text(), flags=re.M)
+    assert [int(seed) for seed, *_ in found] == list(range(1, 11))
+    part = results_section("### The hour (right-to-left and German-English side by side")
+    for seed, *scores in found:
+        row = re.search(rf"^\| {seed} \|([^\n]*)$", part, flags=re.M)
+        assert row, f"the val table has no row for seed {seed}"
+        assert row.group(1).split("|")[:4] == [f" {score} " for score in scores]
+    means = [sum(float(row[i]) for row in found) / len(found) for i in (1, 2, 3, 4)]
+    mean = re.search(r"^\| mean \|([^\n]*)$", part, flags=re.M)
+    assert mean, "the val table has no mean row"
+    quoted = [f" {means[0]:.2f} ", f" **{means[1]:.2f}** ", f" {means[2]:.2f} ", f" {means[3]:.2f} "]
+    assert mean.group(1).split("|")[:4] == quoted
+    val = "".join((DOCS / f"multi30k-wu-tok-b2k-1t-val-{name}.txt").read_text()
+                  for name in ("ensemble-means", "pair5-geometric"))  # fmt: skip
+    geometric = [float(bleu) for bleu in re.findall(r"--ensemble-mean geometric\nBLEU = ([\d.]+)", val)]
+    assert len(geometric) == 5
+    listed = ", ".join(f"{g:.2f}" for g in geometric[:4]) + f" and {geometric[4]:.2f}"
+    assert listed in part.replace("\n", " ")
+    assert f"mean **{sum(geometric) / 5:.2f}**" in part
+    for run in ("r2l-s1", "deen-s1"):
+        end = next(r for r in records(f"multi30k-wu-tok-b2k-1t-{run}.metrics.jsonl") if r["kind"] == "end")
+        assert f"{end['step']:,} updates" in part
+    weights = (DOCS / "multi30k-wu-tok-b2k-1t-val-rerank-weights.txt").read_text()
+    low, high = re.search(r"^mean over 10 members.*\| R@0.5 ([\d.]+) \| R@1.5 ([\d.]+)$", weights, flags=re.M).groups()
+    text = part.replace("\n", " ")
+    assert f"0.5 instead of 1 gave a mean of {low}, at 1.5 {high}" in text
+    assert f"cost {float(low) - means[1]:.2f}" in text and f"(by {sum(geometric) / 5 - float(low):.2f})" in text
+
+
 @pytest.mark.parametrize(
     "section, base, recipe, change",
     [
