@@ -211,3 +211,22 @@ def test_cli_refuses_mismatched_rerank_flags_in_one_line(dirs, tmp_path, capsys,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
     assert not out.exists()
+
+
+def test_cli_evaluate_scores_the_reranked_output(dirs, tmp_path, capsys):
+    import sacrebleu
+
+    source, reference = tmp_path / "in.en", tmp_path / "ref.de"
+    source.write_text("\n".join(multi30k_test_sentences(5)) + "\n", encoding="utf-8")
+    references = ["Ein Hund läuft .", "Ein Mann .", "Zwei Frauen .", "Ein Kind .", "Es regnet ."]
+    reference.write_text("\n".join(references) + "\n", encoding="utf-8")
+    translated, hyp_out = tmp_path / "out.de", tmp_path / "hyp.de"
+    flags = ["--beam", "3", "--quiet", "--threads", "1", "--rerank-with", str(dirs[1]), "--rerank-direction", "r2l"]
+    model = ["--model", str(dirs[0])]
+    assert main(["translate", *model, "--input", str(source), "--output", str(translated), *flags]) == 0
+    capsys.readouterr()
+    argv = ["evaluate", *model, "--src", str(source), "--ref", str(reference), "--hyp-out", str(hyp_out), *flags]
+    assert main(argv) == 0
+    assert _lines(hyp_out) == _lines(translated)  # evaluate scores what translate writes
+    bleu = sacrebleu.corpus_bleu(_lines(hyp_out), [references])
+    assert capsys.readouterr().out.splitlines()[0].startswith(f"BLEU = {bleu.score:.2f}")

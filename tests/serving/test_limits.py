@@ -93,11 +93,14 @@ def test_full_queue_is_503_with_retry_after(serve_model_dir):
 
 
 def test_concurrent_requests_are_merged_and_routed_back(serve_model_dir, translator):
-    slow = Slow(Translator.from_pretrained(serve_model_dir), delay=0.4)
+    slow = Slow(Translator.from_pretrained(serve_model_dir), delay=1.0)
     texts = ["A dog runs.", "Two men sit on a bench.", "A girl plays.", "A red car.", "People walk."]
     with running(make_service(serve_model_dir, slow)) as client:
         first, _ = _in_thread(client.post_json, "/v1/translate", {"texts": ["A cat."]})
-        time.sleep(0.15)
+        deadline = time.monotonic() + 30  # wait until the worker holds the first request: on a loaded machine
+        while not slow.calls and time.monotonic() < deadline:  # that can take longer than any fixed sleep
+            time.sleep(0.01)
+        assert slow.calls == [["A cat."]]
         threads = [_in_thread(client.post_json, "/v1/translate", {"texts": [t]}) for t in texts]
         for thread, _ in threads:
             thread.join()
