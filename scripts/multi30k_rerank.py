@@ -9,8 +9,7 @@ tok/ (docs/RESULTS.md, "A second direction instead of a second seed"):
 Variants: R = the member's and the right-to-left model's 5-best, reranked by the sum of both models' log P / |Y|;
 R0 = the same among the member's 5-best only; C = the member's 5-best reranked with the German-English model's
 log P(x | y) / |x| added. Prints, per member, lowercased tokenized BLEU (sacreBLEU --tokenize none on tok/, as
-Wu et al. score) of the member alone (beam 5, log P / |Y|) and of each variant, then the means; with
---raw also sacreBLEU 13a -lc and chrF of Moses-detokenized output against the raw references. Hypotheses go to
+Wu et al. score) of the member alone (beam 5, log P / |Y|) and of each variant, then the means. Hypotheses go to
 --out. The right-to-left model reads tok/ English and writes German in reverse word order (it was trained on
 runs/data-r2l/, the German of tok/ reversed).
 """
@@ -43,7 +42,6 @@ def main() -> int:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--weights", type=float, nargs="+", default=[1.0], help="second-model weights, a row each")
     parser.add_argument("--out", required=True, help="directory for the hypotheses")
-    parser.add_argument("--raw", action="store_true", help="also score against the raw references (sacremoses)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int, default=0, help="only the first N sentences (a quick check)")
     args = parser.parse_args()
@@ -67,7 +65,6 @@ def main() -> int:
     r2l_nbest = None
     if any(VARIANTS[v] == ("r2l", "both") for v in args.variants):
         r2l_nbest = nbest(second["r2l"], sources, args.beam)
-    raw = _raw_scorer(args.split) if args.raw else None
     names = [v if w == 1.0 else f"{v}@{w:g}" for v in args.variants for w in args.weights]
     table: dict[str, list[float]] = {"alone": [], **{name: [] for name in names}}
     for index, member in enumerate(args.members, 1):
@@ -89,27 +86,10 @@ def main() -> int:
             bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", force=True)
             table[name].append(bleu.score)
             line.append(f"{name} {bleu.score:.2f} (BP {bleu.bp:.3f})")
-            if raw is not None:
-                line.append(raw(hyps))
         print(" | ".join(line) + f" | {time.perf_counter() - started:.0f}s", flush=True)
     print(f"mean over {len(args.members)} members, {args.split}, lowercased tokenized, beam {args.beam}:",
           " | ".join(f"{name} {statistics.mean(scores):.2f}" for name, scores in table.items()))  # fmt: skip
     return 0
-
-
-def _raw_scorer(split: str):
-    """Moses-detokenize, then sacreBLEU 13a -lc and chrF against the raw references (scripts/multi30k_tok_common.sh)."""
-    from sacremoses import MosesDetokenizer
-
-    detok = MosesDetokenizer("de")
-    refs = (resolve_data_dir() / "multi30k" / f"{split}.de").read_text(encoding="utf-8").splitlines()
-    bleu, chrf = sacrebleu.metrics.BLEU(lowercase=True), sacrebleu.metrics.CHRF(lowercase=True)
-
-    def score(hyps: list[str]) -> str:
-        text = [detok.detokenize(h.split()) for h in hyps]
-        return f"raw -lc {bleu.corpus_score(text, [refs]).score:.2f} chrF {chrf.corpus_score(text, [refs]).score:.2f}"
-
-    return score
 
 
 if __name__ == "__main__":

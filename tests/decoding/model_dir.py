@@ -4,6 +4,7 @@ is over-long)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from aiayn.data import TOKENIZER_FILENAME, Tokenizer
@@ -29,6 +30,15 @@ def build_model_dir(root: Path) -> Path:
     model = peaky_model(tokenizer.vocab_size, seed=3, eos_shift=3.0, positional="learned", max_positions=MAX_POSITIONS)
     model.save_pretrained(model_dir)
     return model_dir
+
+
+def another_model_dir(model_dir: Path, root: Path, seed: int, **overrides) -> Path:
+    """Another random model over model_dir's tokenizer (a copy of the file), at `root`."""
+    root.mkdir()
+    shutil.copyfile(model_dir / TOKENIZER_FILENAME, root / TOKENIZER_FILENAME)
+    vocab = Tokenizer.from_file(root / TOKENIZER_FILENAME).vocab_size
+    peaky_model(vocab, seed=seed, **overrides).save_pretrained(root)
+    return root
 
 
 def multi30k_test_sentences(count: int = 12) -> list[str]:

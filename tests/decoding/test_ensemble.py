@@ -9,7 +9,6 @@ that mixture.
 from __future__ import annotations
 
 import math
-import shutil
 from dataclasses import replace
 
 import pytest
@@ -21,7 +20,7 @@ from aiayn.data import TOKENIZER_FILENAME, Tokenizer
 from aiayn.decoding import Translator, generate
 from aiayn.decoding.ensemble import Ensemble
 from tests.decoding.conftest import peaky_model, random_sources
-from tests.decoding.model_dir import MAX_POSITIONS, multi30k_test_sentences
+from tests.decoding.model_dir import MAX_POSITIONS, another_model_dir, multi30k_test_sentences
 from tests.decoding.test_exhaustive import CONTENT, VOCAB, exhaustive, reference_beam_search
 
 
@@ -151,11 +150,7 @@ def test_learned_positions_limit_the_ensemble_to_the_shortest_table():
 def second_model_dir(model_dir, tmp_path_factory):
     """Another model over the same tokenizer (a copy of the file)."""
     root = tmp_path_factory.mktemp("ensemble") / "model-b"
-    root.mkdir()
-    shutil.copyfile(model_dir / TOKENIZER_FILENAME, root / TOKENIZER_FILENAME)
-    vocab = Tokenizer.from_file(root / TOKENIZER_FILENAME).vocab_size
-    peaky_model(vocab, seed=4, eos_shift=3.0, positional="learned", max_positions=MAX_POSITIONS).save_pretrained(root)
-    return root
+    return another_model_dir(model_dir, root, 4, eos_shift=3.0, positional="learned", max_positions=MAX_POSITIONS)
 
 
 def test_cli_translates_with_an_ensemble_of_model_directories(model_dir, second_model_dir, tmp_path):

@@ -10,19 +10,16 @@ keeping the first model's best when the second has no weight.
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 import torch
 
 from aiayn.cli import main
 from aiayn.config import DecodeConfig
-from aiayn.data import TOKENIZER_FILENAME, Tokenizer
 from aiayn.decoding import LongInputError, Translator, generate
 from aiayn.decoding.forced import sequence_log_probs
 from aiayn.decoding.rerank import nbest, rerank, reverse_words
 from tests.decoding.conftest import peaky_model, random_sources
-from tests.decoding.model_dir import multi30k_test_sentences
+from tests.decoding.model_dir import another_model_dir, multi30k_test_sentences
 
 SEARCH = dict(beam=4, max_len_b=8, lenpen_form="power", lenpen=1.0)
 
@@ -50,19 +47,12 @@ def test_forced_log_probs_refuse_mismatched_batches():
         sequence_log_probs(model, random_sources(2, 4, 12), [[5, 6]])
 
 
-def _model_dir(model_dir, root, seed):
-    """A sinusoidal-position model over model_dir's tokenizer (a copy of the file): any length scores."""
-    root.mkdir()
-    shutil.copyfile(model_dir / TOKENIZER_FILENAME, root / TOKENIZER_FILENAME)
-    vocab = Tokenizer.from_file(root / TOKENIZER_FILENAME).vocab_size
-    peaky_model(vocab, seed=seed, eos_shift=2.0).save_pretrained(root)
-    return root
-
-
 @pytest.fixture(scope="module")
 def dirs(model_dir, tmp_path_factory):
-    root = tmp_path_factory.mktemp("rerank")
-    return _model_dir(model_dir, root / "first", 8), _model_dir(model_dir, root / "second", 9)
+    root = tmp_path_factory.mktemp("rerank")  # sinusoidal positions: outputs of any length score
+    return another_model_dir(model_dir, root / "first", 8, eos_shift=2.0), another_model_dir(
+        model_dir, root / "second", 9, eos_shift=2.0
+    )
 
 
 @pytest.fixture(scope="module")
